@@ -1,0 +1,294 @@
+//! What an attempt's result means: success, a failure worth retrying, or a
+//! permanent failure.
+//!
+//! Pure: it looks only at the status an attempt reported and the user's
+//! classification lists.
+
+use std::fmt;
+use std::time::Duration;
+
+/// What happened to one attempt, as reported by an attempt runner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// The command exited with this code.
+    Exited(i32),
+    /// The command died of this signal, not sent by us.
+    Signaled(i32),
+    /// The attempt ran out of time and was stopped.
+    TimedOut { limit: Limit, after: Duration },
+    /// The command does not exist (exec failed with ENOENT).
+    NotFound,
+    /// The command exists but cannot be executed.
+    NotExecutable(String),
+    /// retry itself caught this signal during the attempt and stopped it.
+    Interrupted(i32),
+}
+
+/// Which limit stopped an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// `--timeout`, per attempt.
+    Attempt,
+    /// `--max-time`, the overall deadline.
+    Deadline,
+}
+
+/// The verdict on one attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Success,
+    Retryable,
+    Permanent,
+}
+
+/// A set of exit codes given as codes and inclusive ranges (`1,75,100-110`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CodeSet(Vec<(i32, i32)>);
+
+impl CodeSet {
+    pub fn new(ranges: Vec<(i32, i32)>) -> Self {
+        CodeSet(ranges)
+    }
+
+    pub fn contains(&self, code: i32) -> bool {
+        self.0.iter().any(|&(lo, hi)| lo <= code && code <= hi)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The first code present in both sets, if any.
+    pub fn first_overlap(&self, other: &CodeSet) -> Option<i32> {
+        let mut best: Option<i32> = None;
+        for &(a_lo, a_hi) in &self.0 {
+            for &(b_lo, b_hi) in &other.0 {
+                let lo = a_lo.max(b_lo);
+                if lo <= a_hi.min(b_hi) {
+                    best = Some(best.map_or(lo, |b| b.min(lo)));
+                }
+            }
+        }
+        best
+    }
+}
+
+/// The user's classification rules for command mode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rules {
+    /// When set, only these exit codes are retryable.
+    pub retry_on: Option<CodeSet>,
+    pub stop_on: CodeSet,
+    pub success_on: CodeSet,
+    pub retry_on_timeout: bool,
+}
+
+impl Default for Rules {
+    fn default() -> Self {
+        Rules {
+            retry_on: None,
+            stop_on: CodeSet::default(),
+            success_on: CodeSet::default(),
+            retry_on_timeout: true,
+        }
+    }
+}
+
+/// Classify one attempt's status under the rules.
+pub fn classify(status: &Status, rules: &Rules) -> Verdict {
+    match *status {
+        Status::Exited(code) => {
+            if code == 0 || rules.success_on.contains(code) {
+                Verdict::Success
+            } else if rules.stop_on.contains(code) {
+                Verdict::Permanent
+            } else if let Some(only) = &rules.retry_on {
+                if only.contains(code) {
+                    Verdict::Retryable
+                } else {
+                    Verdict::Permanent
+                }
+            } else if code == 126 || code == 127 {
+                // The shell's "cannot execute" and "not found": retrying will not help.
+                Verdict::Permanent
+            } else {
+                Verdict::Retryable
+            }
+        }
+        Status::Signaled(sig) => {
+            let code = 128 + sig;
+            if rules.success_on.contains(code) {
+                Verdict::Success
+            } else if rules.stop_on.contains(code) {
+                Verdict::Permanent
+            } else {
+                Verdict::Retryable
+            }
+        }
+        Status::TimedOut { limit, .. } => match limit {
+            // Past the overall deadline there is no time left to retry in.
+            Limit::Deadline => Verdict::Permanent,
+            Limit::Attempt if rules.retry_on_timeout => Verdict::Retryable,
+            Limit::Attempt => Verdict::Permanent,
+        },
+        Status::NotFound | Status::NotExecutable(_) | Status::Interrupted(_) => Verdict::Permanent,
+    }
+}
+
+/// Why a permanent failure is permanent, for the give-up line.
+pub fn explain(status: &Status, rules: &Rules) -> String {
+    match *status {
+        Status::Exited(code) if rules.stop_on.contains(code) => {
+            format!("exit {code} is in --stop-on")
+        }
+        Status::Exited(code) if rules.retry_on.is_some() => {
+            format!("exit {code} is not in --retry-on")
+        }
+        Status::Exited(126) => "exit 126 (command not executable) is not retried".to_string(),
+        Status::Exited(127) => "exit 127 (command not found) is not retried".to_string(),
+        Status::Signaled(sig) => format!("{status} and {} is in --stop-on", 128 + sig),
+        Status::TimedOut {
+            limit: Limit::Attempt,
+            ..
+        } => format!("{status}, and --no-retry-on-timeout is set"),
+        _ => format!("{status} is not retried"),
+    }
+}
+
+/// Human wording of a status, for log lines: `exit 1`, `killed by SIGKILL`.
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Status::Exited(code) => write!(f, "exit {code}"),
+            Status::Signaled(sig) => write!(f, "killed by {}", signal_name(*sig)),
+            Status::TimedOut { limit, .. } => match limit {
+                Limit::Attempt => write!(f, "timed out by --timeout"),
+                Limit::Deadline => write!(f, "stopped at --max-time"),
+            },
+            Status::NotFound => write!(f, "command not found"),
+            Status::NotExecutable(why) => write!(f, "cannot execute: {why}"),
+            Status::Interrupted(sig) => write!(f, "interrupted by {}", signal_name(*sig)),
+        }
+    }
+}
+
+/// A duration rounded to whole milliseconds, for display.
+pub fn round_ms(d: Duration) -> Duration {
+    Duration::from_millis(u64::try_from((d.as_micros() + 500) / 1000).unwrap_or(u64::MAX))
+}
+
+/// `SIGTERM` for 15, `signal 99` for numbers without a name.
+pub fn signal_name(sig: i32) -> String {
+    match nix::sys::signal::Signal::try_from(sig) {
+        Ok(s) => s.as_str().to_string(),
+        Err(_) => format!("signal {sig}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(r: &[(i32, i32)]) -> CodeSet {
+        CodeSet::new(r.to_vec())
+    }
+
+    #[test]
+    fn default_rules() {
+        let r = Rules::default();
+        assert_eq!(classify(&Status::Exited(0), &r), Verdict::Success);
+        assert_eq!(classify(&Status::Exited(1), &r), Verdict::Retryable);
+        assert_eq!(classify(&Status::Exited(255), &r), Verdict::Retryable);
+        assert_eq!(classify(&Status::Exited(126), &r), Verdict::Permanent);
+        assert_eq!(classify(&Status::Exited(127), &r), Verdict::Permanent);
+        assert_eq!(classify(&Status::NotFound, &r), Verdict::Permanent);
+        assert_eq!(
+            classify(&Status::NotExecutable("x".into()), &r),
+            Verdict::Permanent
+        );
+        assert_eq!(classify(&Status::Signaled(9), &r), Verdict::Retryable);
+        assert_eq!(classify(&Status::Interrupted(15), &r), Verdict::Permanent);
+    }
+
+    #[test]
+    fn timeouts() {
+        let attempt = Status::TimedOut {
+            limit: Limit::Attempt,
+            after: Duration::from_secs(1),
+        };
+        let deadline = Status::TimedOut {
+            limit: Limit::Deadline,
+            after: Duration::from_secs(1),
+        };
+        let mut r = Rules::default();
+        assert_eq!(classify(&attempt, &r), Verdict::Retryable);
+        assert_eq!(classify(&deadline, &r), Verdict::Permanent);
+        r.retry_on_timeout = false;
+        assert_eq!(classify(&attempt, &r), Verdict::Permanent);
+    }
+
+    #[test]
+    fn lists() {
+        let r = Rules {
+            retry_on: Some(set(&[(1, 1), (75, 75), (100, 110)])),
+            stop_on: set(&[(3, 3)]),
+            success_on: set(&[(42, 42)]),
+            retry_on_timeout: true,
+        };
+        assert_eq!(classify(&Status::Exited(1), &r), Verdict::Retryable);
+        assert_eq!(classify(&Status::Exited(105), &r), Verdict::Retryable);
+        assert_eq!(classify(&Status::Exited(2), &r), Verdict::Permanent);
+        assert_eq!(classify(&Status::Exited(3), &r), Verdict::Permanent);
+        assert_eq!(classify(&Status::Exited(42), &r), Verdict::Success);
+        // Signals are not exit codes: --retry-on does not narrow them, --stop-on does.
+        assert_eq!(classify(&Status::Signaled(9), &r), Verdict::Retryable);
+        let stop_kill = Rules {
+            stop_on: set(&[(137, 137)]),
+            ..Rules::default()
+        };
+        assert_eq!(
+            classify(&Status::Signaled(9), &stop_kill),
+            Verdict::Permanent
+        );
+        assert_eq!(
+            classify(&Status::Signaled(15), &stop_kill),
+            Verdict::Retryable
+        );
+    }
+
+    #[test]
+    fn retry_on_can_make_127_retryable() {
+        let r = Rules {
+            retry_on: Some(set(&[(127, 127)])),
+            ..Rules::default()
+        };
+        assert_eq!(classify(&Status::Exited(127), &r), Verdict::Retryable);
+        // A failed exec is still permanent: there is no program to run.
+        assert_eq!(classify(&Status::NotFound, &r), Verdict::Permanent);
+    }
+
+    #[test]
+    fn overlap() {
+        assert_eq!(set(&[(1, 5)]).first_overlap(&set(&[(5, 9)])), Some(5));
+        assert_eq!(
+            set(&[(1, 5), (20, 30)]).first_overlap(&set(&[(25, 26), (3, 3)])),
+            Some(3)
+        );
+        assert_eq!(set(&[(1, 5)]).first_overlap(&set(&[(6, 9)])), None);
+    }
+
+    #[test]
+    fn wording() {
+        assert_eq!(Status::Exited(3).to_string(), "exit 3");
+        assert_eq!(Status::Signaled(9).to_string(), "killed by SIGKILL");
+        assert_eq!(Status::Signaled(99).to_string(), "killed by signal 99");
+        assert_eq!(
+            Status::TimedOut {
+                limit: Limit::Attempt,
+                after: Duration::from_millis(1500)
+            }
+            .to_string(),
+            "timed out by --timeout"
+        );
+    }
+}

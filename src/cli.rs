@@ -1,0 +1,234 @@
+//! The command-line surface: clap derive structs and nothing else.
+//!
+//! Values that need validation (durations, code lists, counts) arrive here as
+//! strings so that `policy` can reject them with one line that names the flag
+//! and the accepted form. Only `policy` reads these types.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{ArgAction, Parser, ValueEnum};
+
+const AFTER_HELP: &str = "\
+Examples:
+  retry -- curl -fsS https://example.com/health
+  retry --max 8 --base 500ms --cap 1m --jitter decorrelated -- ./deploy.sh
+  retry --timeout 30s --max-time 5m --stop-on 2,64-78 -- make test
+  retry --dry-run --max 6 --seed 7
+
+Exit status: 0 on success; the last attempt's own code when giving up; 124 when
+the last attempt timed out; 126/127 when COMMAND cannot be run; 128+N when it
+died of signal N or retry was interrupted by signal N; 2 on a usage error; 125
+when retry itself failed.";
+
+/// Run a command and retry it on failure, with capped exponential backoff and jitter.
+#[derive(Debug, Parser)]
+#[command(
+    name = "retry",
+    version,
+    about,
+    after_help = AFTER_HELP,
+    override_usage = "retry [OPTIONS] -- COMMAND [ARG]...\n       retry [OPTIONS] --dry-run"
+)]
+pub struct Cli {
+    /// Attempts in total, the first included (N >= 1)
+    #[arg(
+        short = 'n',
+        long = "max",
+        value_name = "N",
+        env = "RETRY_MAX",
+        help_heading = "Policy"
+    )]
+    pub max: Option<String>,
+
+    /// No attempt limit (still bounded by --max-time)
+    #[arg(long, conflicts_with = "max", help_heading = "Policy")]
+    pub forever: bool,
+
+    /// How the delay ceiling grows: exponential, linear or fixed [default: exponential]
+    #[arg(
+        long,
+        value_name = "KIND",
+        env = "RETRY_BACKOFF",
+        help_heading = "Policy"
+    )]
+    pub backoff: Option<BackoffArg>,
+
+    /// First delay ceiling [default: 1s]
+    #[arg(
+        short = 'b',
+        long,
+        value_name = "DUR",
+        env = "RETRY_BASE",
+        help_heading = "Policy"
+    )]
+    pub base: Option<String>,
+
+    /// Largest single delay [default: 30s]
+    #[arg(
+        short = 'c',
+        long,
+        value_name = "DUR",
+        env = "RETRY_CAP",
+        help_heading = "Policy"
+    )]
+    pub cap: Option<String>,
+
+    /// Exponential growth factor, X >= 1 [default: 2]
+    #[arg(short = 'm', long, value_name = "X", help_heading = "Policy")]
+    pub multiplier: Option<String>,
+
+    /// Randomisation of each delay [default: full]
+    #[arg(
+        short = 'j',
+        long,
+        value_name = "KIND",
+        env = "RETRY_JITTER",
+        help_heading = "Policy"
+    )]
+    pub jitter: Option<JitterArg>,
+
+    /// Largest random addition for --jitter additive [default: 1s]
+    #[arg(long, value_name = "DUR", help_heading = "Policy")]
+    pub jitter_max: Option<String>,
+
+    /// Overall deadline from start: no sleep or attempt runs past it
+    #[arg(
+        long,
+        value_name = "DUR",
+        env = "RETRY_MAX_TIME",
+        help_heading = "Policy"
+    )]
+    pub max_time: Option<String>,
+
+    /// Per-attempt time limit; the attempt's process group is then stopped
+    #[arg(
+        short = 't',
+        long,
+        value_name = "DUR",
+        env = "RETRY_TIMEOUT",
+        help_heading = "Policy"
+    )]
+    pub timeout: Option<String>,
+
+    /// An attempt that ran at least DUR before failing resets the backoff
+    #[arg(long, value_name = "DUR", help_heading = "Policy")]
+    pub reset_after: Option<String>,
+
+    /// Seed for the jitter RNG, for a reproducible schedule [default: from the OS]
+    #[arg(long, value_name = "N", help_heading = "Policy")]
+    pub seed: Option<String>,
+
+    /// Only these exit codes are retryable (e.g. 1,75,100-110)
+    #[arg(long, value_name = "LIST", help_heading = "Classification")]
+    pub retry_on: Option<String>,
+
+    /// These exit codes are permanent failures: stop at once
+    #[arg(long, value_name = "LIST", help_heading = "Classification")]
+    pub stop_on: Option<String>,
+
+    /// These exit codes count as success
+    #[arg(long, value_name = "LIST", help_heading = "Classification")]
+    pub success_on: Option<String>,
+
+    /// A timed-out attempt is a permanent failure
+    #[arg(long, help_heading = "Classification")]
+    pub no_retry_on_timeout: bool,
+
+    /// Signal sent to the attempt's process group on timeout [default: TERM]
+    #[arg(long, value_name = "SIG", help_heading = "Process")]
+    pub stop_signal: Option<String>,
+
+    /// Grace period after the stop signal before KILL [default: 5s]
+    #[arg(short = 'k', long, value_name = "DUR", help_heading = "Process")]
+    pub kill_after: Option<String>,
+
+    /// Run COMMAND in retry's own process group (for programs that read the terminal)
+    #[arg(long, help_heading = "Process")]
+    pub foreground: bool,
+
+    /// Read stdin once and give every attempt the same bytes
+    #[arg(long, help_heading = "Process")]
+    pub replay_stdin: bool,
+
+    /// Inside another retry: multiply attempts (warn), or run COMMAND once
+    #[arg(
+        long,
+        value_name = "MODE",
+        env = "RETRY_NESTED",
+        help_heading = "Process"
+    )]
+    pub nested: Option<NestedArg>,
+
+    /// Fewer log lines: -q only the final give-up line, -qq nothing
+    #[arg(short, long, action = ArgAction::Count, help_heading = "Logging")]
+    pub quiet: u8,
+
+    /// More log lines: attempt starts and the command line
+    #[arg(short, long, action = ArgAction::Count, conflicts_with = "quiet", help_heading = "Logging")]
+    pub verbose: u8,
+
+    /// Log line format [default: text]
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        env = "RETRY_LOG_FORMAT",
+        help_heading = "Logging"
+    )]
+    pub log_format: Option<LogFormatArg>,
+
+    /// Append the log to PATH instead of stderr
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "RETRY_LOG_FILE",
+        help_heading = "Logging"
+    )]
+    pub log_file: Option<PathBuf>,
+
+    /// Print the delay schedule this policy produces and run nothing
+    #[arg(long, help_heading = "Modes")]
+    pub dry_run: bool,
+
+    /// The command to run, and its arguments
+    #[arg(value_name = "COMMAND", trailing_var_arg = true)]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BackoffArg {
+    Exponential,
+    Linear,
+    Fixed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum JitterArg {
+    None,
+    Full,
+    Equal,
+    Decorrelated,
+    Additive,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum NestedArg {
+    Multiply,
+    Single,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormatArg {
+    Text,
+    Json,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,203 @@
+//! `retry`: run a command and retry it on failure, with capped exponential
+//! backoff and jitter.
+//!
+//! [`main_entry`] wires the stages together: flags (`cli`) become a validated
+//! configuration (`policy`); the retry loop (`run`) drives attempts
+//! (`attempt`), judges them (`classify`), waits (`backoff`), logs (`log`) and
+//! ends with an exit status (`exit`).
+
+pub mod attempt;
+pub mod backoff;
+pub mod classify;
+pub mod cli;
+pub mod exit;
+pub mod log;
+pub mod policy;
+pub mod run;
+pub mod schedule;
+pub mod signals;
+
+use std::io::Write;
+use std::time::Instant;
+
+use clap::Parser;
+use rand::SeedableRng;
+use rand::TryRng;
+use rand::rngs::{StdRng, SysRng};
+
+use attempt::process::{ProcessAttempt, StdinSource};
+use log::{Event, Logger};
+use policy::{Config, Mode, Nesting};
+
+/// Run `retry` with the process's arguments; returns the exit status.
+pub fn main_entry() -> u8 {
+    let started = Instant::now();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_error(&e),
+    };
+    let config = match Config::from_cli(cli, nesting_from_env()) {
+        Ok(c) => c,
+        Err(e) => {
+            Logger::stderr().error(&e.0);
+            return exit::USAGE;
+        }
+    };
+    let seed = config.policy.seed.unwrap_or_else(os_seed);
+    let mut rng = StdRng::seed_from_u64(seed);
+
+    let command = match &config.mode {
+        Mode::DryRun { command } => {
+            let (rows, cut) = schedule::rows(&config.policy, &mut rng);
+            let report = schedule::render(&config.policy, seed, command, &rows, cut);
+            let mut out = std::io::stdout().lock();
+            return match out.write_all(report.as_bytes()).and_then(|()| out.flush()) {
+                Ok(()) => exit::SUCCESS,
+                Err(_) => exit::INTERNAL,
+            };
+        }
+        Mode::Run { command } => command.clone(),
+    };
+
+    let mut log = match Logger::open(&config.log, started) {
+        Ok(l) => l,
+        Err(e) => {
+            let path = config
+                .log
+                .file
+                .as_deref()
+                .unwrap_or(std::path::Path::new("-"));
+            Logger::stderr().error(&format!("cannot open log file {}: {e}", path.display()));
+            return exit::INTERNAL;
+        }
+    };
+    // Read before any signal handler exists, so ^C while stdin is still
+    // open ends retry the ordinary way, with nothing started.
+    let stdin = if config.process.replay_stdin {
+        match StdinSource::capture(std::io::stdin().lock()) {
+            Ok(s) => s,
+            Err(e) => {
+                log.error(&format!("cannot read stdin for --replay-stdin: {e}"));
+                return exit::INTERNAL;
+            }
+        }
+    } else {
+        StdinSource::Inherit
+    };
+
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            log.error(&format!("cannot start: {e}"));
+            return exit::INTERNAL;
+        }
+    };
+    runtime.block_on(async {
+        let mut signals = match signals::Signals::install() {
+            Ok(s) => s,
+            Err(e) => {
+                log.error(&format!("cannot install signal handlers: {e}"));
+                return exit::INTERNAL;
+            }
+        };
+        if config.warn_nested {
+            warn_nested(&mut log, &config);
+        }
+        log.emit(&Event::Start {
+            command: &command,
+            max: config.policy.max_attempts,
+            seed,
+        });
+        let depth = config.nesting.outer_depth.saturating_add(1);
+        let mut attempt = ProcessAttempt::new(command, config.process.clone(), depth, stdin);
+        let finish = run::run(
+            &config.policy,
+            &mut attempt,
+            &run::TokioClock,
+            &mut rng,
+            &mut signals,
+            &mut log,
+        )
+        .await;
+        finish.exit_code
+    })
+}
+
+/// Help and version go to stdout with status 0; anything else is one line
+/// on stderr with status 2.
+fn clap_error(e: &clap::Error) -> u8 {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = e.print();
+            exit::SUCCESS
+        }
+        ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            exit::USAGE
+        }
+        _ => {
+            let rendered = e.render().to_string();
+            let first = rendered.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            let hint = if first.contains("possible values") || first.contains("[possible") {
+                String::new()
+            } else {
+                possible_values_hint(e)
+            };
+            Logger::stderr().error(&format!("{first}{hint} (see 'retry --help')"));
+            exit::USAGE
+        }
+    }
+}
+
+/// clap lists the accepted values on a later line; keep them on the one line.
+fn possible_values_hint(e: &clap::Error) -> String {
+    use clap::error::{ContextKind, ContextValue};
+    match e.get(ContextKind::ValidValue) {
+        Some(ContextValue::Strings(values)) => format!("; accepted: {}", values.join(", ")),
+        _ => String::new(),
+    }
+}
+
+fn nesting_from_env() -> Nesting {
+    let read = |name| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.trim().parse::<u32>().ok())
+    };
+    Nesting {
+        outer_depth: read("RETRY_DEPTH").unwrap_or(0),
+        outer_max: read("RETRY_MAX_ATTEMPTS"),
+    }
+}
+
+fn warn_nested(log: &mut Logger, config: &Config) {
+    let inner = config.policy.max_attempts;
+    let msg = match (config.nesting.outer_max, inner) {
+        (Some(outer), Some(inner)) => format!(
+            "running inside another retry (depth {}): attempts multiply ({outer} x {inner} = {} runs); --nested single runs the command once",
+            config.nesting.outer_depth,
+            u64::from(outer) * u64::from(inner)
+        ),
+        _ => format!(
+            "running inside another retry (depth {}): attempts multiply; --nested single runs the command once",
+            config.nesting.outer_depth
+        ),
+    };
+    log.emit(&Event::Warning { message: &msg });
+}
+
+/// A seed from the OS, never from the clock: processes started in the same
+/// instant must not share a schedule.
+fn os_seed() -> u64 {
+    SysRng.try_next_u64().unwrap_or_else(|_| {
+        // No OS entropy at all: fall back to per-process addresses, which ASLR
+        // still varies between processes.
+        let local = 0u8;
+        (&local as *const u8 as u64) ^ u64::from(std::process::id()).rotate_left(32)
+    })
+}

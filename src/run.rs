@@ -1,0 +1,412 @@
+//! The retry loop: attempt, classify, wait, again.
+//!
+//! Bounded by `--max` and `--max-time`; never sleeps after the last attempt;
+//! ends with the last attempt's real status. Generic over the kind of attempt,
+//! the clock and the RNG, so it is tested with fakes in virtual time.
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+
+use crate::attempt::{Attempt, Context};
+use crate::backoff::Backoff;
+use crate::classify::{Limit, Status, Verdict, classify, explain};
+use crate::exit;
+use crate::log::{End, Event, Logger, Wait, human};
+use crate::policy::Policy;
+use crate::signals::Signals;
+
+/// Time as the loop sees it.
+pub trait Clock {
+    fn now(&self) -> Instant;
+    fn sleep_until(&self, at: Instant) -> impl Future<Output = ()>;
+}
+
+/// The real clock: tokio's timer.
+pub struct TokioClock;
+
+impl Clock for TokioClock {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+
+    async fn sleep_until(&self, at: Instant) {
+        tokio::time::sleep_until(at.into()).await;
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finish {
+    /// The last attempt's status (or the interrupt that ended a wait).
+    pub status: Status,
+    pub end: End,
+    pub attempts: u32,
+    pub exit_code: u8,
+}
+
+/// Run attempts until success, a permanent failure, the attempt limit, the
+/// deadline or an interrupt.
+pub async fn run<A, C, R>(
+    policy: &Policy,
+    attempt: &mut A,
+    clock: &C,
+    rng: &mut R,
+    signals: &mut Signals,
+    log: &mut Logger,
+) -> Finish
+where
+    A: Attempt,
+    C: Clock,
+    R: Rng + ?Sized,
+{
+    let start = clock.now();
+    let deadline = policy.max_time.and_then(|d| start.checked_add(d));
+    let max = policy.max_attempts;
+    let mut backoff = Backoff::new(policy.delay);
+    let mut previous_exit = None;
+    let mut number = 0u32;
+
+    loop {
+        number = number.saturating_add(1);
+        log.emit(&Event::AttemptStart {
+            attempt: number,
+            max,
+        });
+        let began = clock.now();
+        let limit = policy
+            .timeout
+            .and_then(|t| began.checked_add(t))
+            .map(|at| (at, Limit::Attempt));
+        let ctx = Context {
+            number,
+            max,
+            previous_exit,
+            deadline: earliest(limit, deadline.map(|at| (at, Limit::Deadline))),
+        };
+        let status = attempt.run(&ctx, signals).await;
+        let ran = clock.now().saturating_duration_since(began);
+        let verdict = classify(&status, &policy.rules);
+        previous_exit = Some(exit::code(&status, Verdict::Retryable));
+
+        let finish = |end, reason: &str, log: &mut Logger, status: Status| {
+            let exit_code = exit::code(&status, verdict);
+            log.emit(&Event::Done {
+                end,
+                attempts: number,
+                max,
+                exit_code,
+                reason,
+            });
+            Finish {
+                status,
+                end,
+                attempts: number,
+                exit_code,
+            }
+        };
+        let report = |log: &mut Logger, next| {
+            log.emit(&Event::Attempt {
+                attempt: number,
+                max,
+                status: &status,
+                verdict,
+                duration: ran,
+                next,
+            });
+        };
+
+        match verdict {
+            Verdict::Success => {
+                report(log, None);
+                return finish(End::Success, "", log, status);
+            }
+            Verdict::Permanent => {
+                report(log, None);
+                let (end, reason) = match &status {
+                    Status::Interrupted(sig) => (
+                        End::Interrupted,
+                        format!(
+                            "interrupted by {} during attempt {}",
+                            crate::classify::signal_name(*sig),
+                            of(number, max)
+                        ),
+                    ),
+                    Status::TimedOut {
+                        limit: Limit::Deadline,
+                        ..
+                    } => (
+                        End::Deadline,
+                        "--max-time ran out during the attempt".to_string(),
+                    ),
+                    _ => (End::Permanent, explain(&status, &policy.rules)),
+                };
+                return finish(end, &reason, log, status);
+            }
+            Verdict::Retryable => {}
+        }
+
+        if max.is_some_and(|m| number >= m) {
+            report(log, None);
+            let reason = format!("no attempts left (last: {status})");
+            return finish(End::Exhausted, &reason, log, status);
+        }
+        if policy.reset_after.is_some_and(|r| ran >= r) {
+            backoff.reset();
+        }
+        let step = backoff.next(rng);
+        let now = clock.now();
+        let wake = now.checked_add(step.delay);
+        if let Some(deadline) = deadline
+            && wake.is_none_or(|w| w >= deadline)
+        {
+            report(log, None);
+            let reason = format!(
+                "the next attempt would start after --max-time ({} from now, {} left)",
+                human(step.delay),
+                human(deadline.saturating_duration_since(now))
+            );
+            return finish(End::Deadline, &reason, log, status);
+        }
+        report(
+            log,
+            Some(Wait {
+                delay: step.delay,
+                ceiling: step.ceiling,
+                jitter: policy.delay.jitter.name(),
+            }),
+        );
+        if let Some(sig) = signals.interrupted() {
+            return interrupted_in_wait(sig as i32, number, max, log);
+        }
+        // Far beyond any real delay: saturate instead of overflowing.
+        let wake = wake.unwrap_or_else(|| now + Duration::from_secs(u32::MAX.into()));
+        tokio::select! {
+            () = clock.sleep_until(wake) => {}
+            sig = signals.next_interrupt() => {
+                return interrupted_in_wait(sig as i32, number, max, log);
+            }
+        }
+    }
+}
+
+fn interrupted_in_wait(sig: i32, attempts: u32, max: Option<u32>, log: &mut Logger) -> Finish {
+    let status = Status::Interrupted(sig);
+    let exit_code = exit::code(&status, Verdict::Permanent);
+    let reason = format!(
+        "interrupted by {} while waiting to start attempt {}",
+        crate::classify::signal_name(sig),
+        of(attempts + 1, max)
+    );
+    log.emit(&Event::Done {
+        end: End::Interrupted,
+        attempts,
+        max,
+        exit_code,
+        reason: &reason,
+    });
+    Finish {
+        status,
+        end: End::Interrupted,
+        attempts,
+        exit_code,
+    }
+}
+
+fn of(n: u32, max: Option<u32>) -> String {
+    match max {
+        Some(m) => format!("{n}/{m}"),
+        None => n.to_string(),
+    }
+}
+
+/// The earlier of two optional limits; on a tie the overall deadline wins,
+/// since nothing can be retried after it.
+fn earliest(a: Option<(Instant, Limit)>, b: Option<(Instant, Limit)>) -> Option<(Instant, Limit)> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if y.0 <= x.0 { y } else { x }),
+        (x, None) => x,
+        (None, y) => y,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backoff::{DelayPolicy, Growth, Jitter};
+    use crate::classify::Rules;
+    use crate::policy::{LogFormat, LogOptions};
+    use rand::SeedableRng;
+    use rand::rngs::StdRng;
+    use std::cell::{Cell, RefCell};
+    use std::collections::VecDeque;
+    use std::rc::Rc;
+
+    /// Virtual time: sleeping moves the clock and records the wait.
+    struct FakeClock {
+        now: Cell<Instant>,
+        sleeps: RefCell<Vec<Duration>>,
+    }
+
+    impl Clock for FakeClock {
+        fn now(&self) -> Instant {
+            self.now.get()
+        }
+        async fn sleep_until(&self, at: Instant) {
+            self.sleeps.borrow_mut().push(at - self.now.get());
+            self.now.set(at);
+        }
+    }
+
+    /// Returns scripted statuses, each taking `takes` of virtual time.
+    struct Scripted {
+        statuses: VecDeque<Status>,
+        clock: Rc<FakeClock>,
+        takes: Duration,
+        seen: Vec<Context>,
+    }
+
+    impl Attempt for Scripted {
+        async fn run(&mut self, ctx: &Context, _: &mut Signals) -> Status {
+            self.seen.push(*ctx);
+            self.clock.now.set(self.clock.now.get() + self.takes);
+            self.statuses.pop_front().unwrap_or(Status::Exited(1))
+        }
+    }
+
+    fn policy(max: Option<u32>) -> Policy {
+        Policy {
+            max_attempts: max,
+            delay: DelayPolicy {
+                growth: Growth::Exponential { multiplier: 2.0 },
+                jitter: Jitter::None,
+                base: Duration::from_secs(1),
+                cap: Duration::from_secs(30),
+            },
+            max_time: None,
+            timeout: None,
+            reset_after: None,
+            seed: None,
+            rules: Rules::default(),
+        }
+    }
+
+    fn quiet() -> Logger {
+        let opts = LogOptions {
+            format: LogFormat::Text,
+            verbosity: -2,
+            file: None,
+        };
+        Logger::open(&opts, Instant::now()).expect("stderr logger")
+    }
+
+    fn go(
+        policy: &Policy,
+        statuses: Vec<Status>,
+        takes: Duration,
+    ) -> (Finish, Vec<Duration>, Vec<Context>) {
+        let clock = Rc::new(FakeClock {
+            now: Cell::new(Instant::now()),
+            sleeps: RefCell::new(Vec::new()),
+        });
+        let mut attempt = Scripted {
+            statuses: statuses.into(),
+            clock: Rc::clone(&clock),
+            takes,
+            seen: Vec::new(),
+        };
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let mut rng = StdRng::seed_from_u64(1);
+        let finish = rt.block_on(run(
+            policy,
+            &mut attempt,
+            clock.as_ref(),
+            &mut rng,
+            &mut Signals::none(),
+            &mut quiet(),
+        ));
+        let sleeps = clock.sleeps.borrow().clone();
+        (finish, sleeps, attempt.seen)
+    }
+
+    fn secs(s: u64) -> Duration {
+        Duration::from_secs(s)
+    }
+
+    #[test]
+    fn gives_up_with_the_last_code_and_never_sleeps_after_the_last_attempt() {
+        let statuses = vec![Status::Exited(1), Status::Exited(2), Status::Exited(3)];
+        let (f, sleeps, seen) = go(&policy(Some(3)), statuses, Duration::ZERO);
+        assert_eq!(f.exit_code, 3);
+        assert_eq!(f.end, End::Exhausted);
+        assert_eq!(f.attempts, 3);
+        assert_eq!(sleeps, vec![secs(1), secs(2)]);
+        let prev: Vec<Option<u8>> = seen.iter().map(|c| c.previous_exit).collect();
+        assert_eq!(prev, vec![None, Some(1), Some(2)]);
+    }
+
+    #[test]
+    fn stops_at_the_first_success() {
+        let statuses = vec![Status::Exited(1), Status::Exited(0)];
+        let (f, sleeps, _) = go(&policy(Some(5)), statuses, Duration::ZERO);
+        assert_eq!((f.exit_code, f.end, f.attempts), (0, End::Success, 2));
+        assert_eq!(sleeps, vec![secs(1)]);
+    }
+
+    #[test]
+    fn permanent_failure_stops_at_once() {
+        let (f, sleeps, _) = go(&policy(Some(5)), vec![Status::NotFound], Duration::ZERO);
+        assert_eq!((f.exit_code, f.end, f.attempts), (127, End::Permanent, 1));
+        assert!(sleeps.is_empty());
+    }
+
+    #[test]
+    fn max_time_gives_up_instead_of_sleeping_past_it() {
+        let mut p = policy(None);
+        p.max_time = Some(secs(10));
+        // Attempts take 1s: fail at 1s, sleep 1s, fail at 3s, sleep 2s, fail at 6s;
+        // the next sleep (4s) would end at 10s, the deadline itself: give up.
+        let (f, sleeps, _) = go(&p, vec![], secs(1));
+        assert_eq!(sleeps, vec![secs(1), secs(2)]);
+        assert_eq!((f.end, f.attempts, f.exit_code), (End::Deadline, 3, 1));
+    }
+
+    #[test]
+    fn attempts_get_the_earlier_of_timeout_and_deadline() {
+        let mut p = policy(Some(3));
+        p.max_time = Some(secs(10));
+        p.timeout = Some(secs(4));
+        let (_, _, seen) = go(&p, vec![], secs(1));
+        let first = seen[0].deadline.expect("deadline");
+        assert_eq!(first.1, Limit::Attempt);
+        // Third attempt begins at 1+1+1+2 = 5s: 5+4 = 9 < 10.
+        assert_eq!(seen[2].deadline.map(|d| d.1), Some(Limit::Attempt));
+        p.timeout = Some(secs(9));
+        let (_, _, seen) = go(&p, vec![], secs(1));
+        assert_eq!(seen[1].deadline.map(|d| d.1), Some(Limit::Deadline));
+    }
+
+    #[test]
+    fn reset_after_restarts_the_backoff() {
+        let mut p = policy(Some(4));
+        p.reset_after = Some(secs(5));
+        // Attempts take 6s, so each failure resets: every wait is the base.
+        let (_, sleeps, _) = go(&p, vec![], secs(6));
+        assert_eq!(sleeps, vec![secs(1), secs(1), secs(1)]);
+    }
+
+    #[test]
+    fn timeouts_are_retried_and_exit_124() {
+        let t = Status::TimedOut {
+            limit: Limit::Attempt,
+            after: secs(1),
+        };
+        let (f, sleeps, _) = go(&policy(Some(2)), vec![t.clone(), t], Duration::ZERO);
+        assert_eq!((f.exit_code, f.attempts), (124, 2));
+        assert_eq!(sleeps.len(), 1);
+    }
+}
