@@ -37,6 +37,7 @@ pub struct Cli {
         long = "max",
         value_name = "N",
         env = "RETRY_MAX",
+        allow_negative_numbers = true,
         help_heading = "Policy"
     )]
     pub max: Option<String>,
@@ -75,7 +76,13 @@ pub struct Cli {
     pub cap: Option<String>,
 
     /// Exponential growth factor, X >= 1 [default: 2]
-    #[arg(short = 'm', long, value_name = "X", help_heading = "Policy")]
+    #[arg(
+        short = 'm',
+        long,
+        value_name = "X",
+        allow_negative_numbers = true,
+        help_heading = "Policy"
+    )]
     pub multiplier: Option<String>,
 
     /// Randomisation of each delay [default: full]
@@ -116,7 +123,12 @@ pub struct Cli {
     pub reset_after: Option<String>,
 
     /// Seed for the jitter RNG, for a reproducible schedule [default: from the OS]
-    #[arg(long, value_name = "N", help_heading = "Policy")]
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        help_heading = "Policy"
+    )]
     pub seed: Option<String>,
 
     /// Only these exit codes are retryable (e.g. 1,75,100-110)

@@ -1,1 +1,5 @@
-//! End-to-end tests of the real `retry` binary.
+//! End-to-end tests of the real `retry` binary: one test target, one harness.
+
+mod core;
+mod process;
+mod util;

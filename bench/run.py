@@ -1,0 +1,426 @@
+#!/usr/bin/env python3
+"""Benchmarks for `retry`: what it costs to wrap a command in it.
+
+`retry` sits in front of other programs, often in scripts and CI jobs that
+run it thousands of times, and it spends most of its life asleep between
+attempts. So the figures that matter are what it adds to a run, what it holds
+while waiting, how faithfully it keeps the delays it plans, and whether
+waiting costs CPU. One run of this script measures all of them and prints a
+markdown table with a target and PASS/FAIL per row:
+
+1. Start-up overhead. Median wall time of `retry --max 1 -- true` against
+   `true` alone (both by absolute path), timed with perf_counter_ns around
+   os.posix_spawn + os.waitpid, the same way for both. The two are
+   interleaved in one loop, swapping which goes first on each iteration, so
+   machine noise hits both alike. Target: under 1 ms added.
+
+2. Peak memory while waiting. `retry --max 2 --base 2s --jitter none -- false`
+   is left for 1 s, by which time the first attempt has failed and retry is
+   in its 2 s backoff sleep; VmRSS and VmHWM are read from
+   /proc/PID/status, then retry is stopped with SIGTERM and reaped.
+   Target: VmHWM at most 4 MiB.
+
+3. Timer precision. `retry -v --log-format json --max 201 --base 5ms
+   --cap 20ms --jitter full --seed 1 -- false` makes 200 sleeps of 0-20 ms.
+   Its JSON log (stderr) is parsed: in src/run.rs the loop emits the
+   `attempt` event and, in the same write, the `sleep` event carrying the
+   planned `delay_ms`, immediately before `sleep_until(now + delay)`; after
+   waking it goes straight back to the top of the loop, whose first act is
+   to emit `attempt_start` (logged only with -v). Each line's `elapsed_ms`
+   is read from one monotonic clock when the event is emitted (src/log.rs,
+   Logger::emit; microsecond resolution). So
+       actual    = attempt_start.elapsed_ms - sleep.elapsed_ms
+       overshoot = actual - sleep.delay_ms
+   is the time retry waited beyond its plan, including the scheduling and
+   wake-up latency a user sees. (`sleep.elapsed_ms` is taken a few
+   microseconds after the instant the delay is counted from, so the
+   overshoot is, if anything, understated by that much.)
+   Target: median overshoot at most 1.5 ms.
+
+4. CPU time while waiting. `retry --max 2 --base 2s --jitter none -- false`
+   runs to completion and is reaped with os.wait4. On Linux the rusage that
+   wait4 returns for a process covers the process itself *and* every child
+   it has reaped, so it includes the two `false` runs. To isolate the sleep,
+   each such run is paired with a baseline that does the same work without
+   waiting (`--base 0s`): same start-up, same two children, same exit. The
+   difference is the CPU spent because of the 2 s sleep. As a cross-check,
+   retry's own CPU time (children excluded) is read from
+   /proc/PID/schedstat while the exited process is still a zombie
+   (waitid with WNOWAIT). Target: median difference at most 5 ms.
+
+Also reported, for information: the size of the release binary (stripped).
+
+Every result is a median over repetitions, so one slow outlier does not move
+it. The exit status is 0 even when a target is missed: this is a report.
+
+Usage:
+    python3 bench/run.py                  # build target/release/retry, full run
+    python3 bench/run.py --binary PATH    # use an existing binary
+    python3 bench/run.py --quick          # fewer repetitions, for a smoke run
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MIB = 1024 * 1024
+
+
+def percentile(values, p):
+    """Linear interpolation between closest ranks (p in 0..100)."""
+    xs = sorted(values)
+    if not xs:
+        raise ValueError("no values")
+    k = (len(xs) - 1) * p / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def median(values):
+    return percentile(values, 50)
+
+
+def which_abs(name):
+    path = shutil.which(name)
+    if path is None:
+        sys.exit(f"bench: cannot find {name!r} on PATH")
+    return os.path.realpath(path)
+
+
+class Devnull:
+    """File actions sending stdin, stdout and stderr to /dev/null."""
+
+    def __init__(self):
+        self.fd = os.open(os.devnull, os.O_RDWR)
+        self.actions = [(os.POSIX_SPAWN_DUP2, self.fd, n) for n in (0, 1, 2)]
+
+
+def spawn(argv, devnull, stderr_fd=None):
+    actions = list(devnull.actions)
+    if stderr_fd is not None:
+        actions[2] = (os.POSIX_SPAWN_DUP2, stderr_fd, 2)
+    return os.posix_spawn(argv[0], argv, os.environ, file_actions=actions)
+
+
+def exit_code(status):
+    return os.waitstatus_to_exitcode(status)
+
+
+# 1. Overhead -----------------------------------------------------------------
+
+def bench_overhead(retry, runs, warmup, devnull):
+    true = which_abs("true")
+    direct = [true]
+    wrapped = [retry, "--max", "1", "--", true]
+
+    def once(argv):
+        t0 = time.perf_counter_ns()
+        pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=devnull.actions)
+        _, status = os.waitpid(pid, 0)
+        t1 = time.perf_counter_ns()
+        if status != 0:
+            sys.exit(f"bench: {' '.join(argv)} exited {exit_code(status)}")
+        return t1 - t0
+
+    for _ in range(warmup):
+        once(direct)
+        once(wrapped)
+    t_direct, t_wrapped = [], []
+    for i in range(runs):
+        # Swap the order every iteration so neither always runs first.
+        if i % 2 == 0:
+            t_direct.append(once(direct))
+            t_wrapped.append(once(wrapped))
+        else:
+            t_wrapped.append(once(wrapped))
+            t_direct.append(once(direct))
+    md = median(t_direct) / 1e6
+    mw = median(t_wrapped) / 1e6
+    return {
+        "true": true,
+        "runs": runs,
+        "direct_ms": md,
+        "retry_ms": mw,
+        "added_ms": mw - md,
+        "ratio": mw / md,
+        "retry_p90_ms": percentile(t_wrapped, 90) / 1e6,
+        "direct_p90_ms": percentile(t_direct, 90) / 1e6,
+    }
+
+
+# 2. Peak RSS while sleeping ---------------------------------------------------
+
+def read_status(pid):
+    fields = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            fields[key] = value.strip()
+    return fields
+
+
+def kib(value):
+    number, unit = value.split()
+    assert unit == "kB", value
+    return int(number)
+
+
+def bench_rss(retry, reps, devnull):
+    false = which_abs("false")
+    argv = [retry, "--max", "2", "--base", "2s", "--jitter", "none", "--", false]
+    samples = []
+    for _ in range(reps):
+        pid = spawn(argv, devnull)
+        try:
+            time.sleep(1.0)
+            st = read_status(pid)
+            state = st["State"].split()[0]
+            samples.append({
+                "rss_kib": kib(st["VmRSS"]),
+                "hwm_kib": kib(st["VmHWM"]),
+                "threads": int(st["Threads"]),
+                "state": state,
+            })
+            if state != "S":
+                print(f"bench: warning: retry state {st['State']} (expected sleeping)",
+                      file=sys.stderr)
+        finally:
+            os.kill(pid, signal.SIGTERM)
+            _, status = os.waitpid(pid, 0)
+        code = exit_code(status)
+        if code != 128 + signal.SIGTERM:
+            print(f"bench: warning: retry exited {code} after SIGTERM (expected 143)",
+                  file=sys.stderr)
+    return {
+        "reps": reps,
+        "hwm_mib": max(s["hwm_kib"] for s in samples) / 1024,
+        "rss_mib": max(s["rss_kib"] for s in samples) / 1024,
+        "threads": max(s["threads"] for s in samples),
+    }
+
+
+# 3. Timer precision -----------------------------------------------------------
+
+def bench_timer(retry, sleeps, devnull):
+    false = which_abs("false")
+    argv = [retry, "-v", "--log-format", "json", "--max", str(sleeps + 1),
+            "--base", "5ms", "--cap", "20ms", "--jitter", "full", "--seed", "1",
+            "--", false]
+    with tempfile.TemporaryFile() as err:
+        pid = spawn(argv, devnull, stderr_fd=err.fileno())
+        _, status = os.waitpid(pid, 0)
+        err.seek(0)
+        lines = err.read().decode().splitlines()
+    if exit_code(status) != 1:
+        sys.exit(f"bench: timer run exited {exit_code(status)}, expected 1")
+    events = [json.loads(line) for line in lines if line.startswith("{")]
+    overshoot, delays = [], []
+    pending = None
+    for ev in events:
+        if ev["event"] == "sleep":
+            pending = ev
+        elif ev["event"] == "attempt_start" and pending is not None:
+            if ev["attempt"] != pending["attempt"]:
+                sys.exit("bench: attempt_start does not follow its sleep event")
+            actual = ev["elapsed_ms"] - pending["elapsed_ms"]
+            overshoot.append(actual - pending["delay_ms"])
+            delays.append(pending["delay_ms"])
+            pending = None
+    if len(overshoot) != sleeps:
+        sys.exit(f"bench: parsed {len(overshoot)} sleeps, expected {sleeps}")
+    return {
+        "sleeps": len(overshoot),
+        "median_ms": median(overshoot),
+        "p90_ms": percentile(overshoot, 90),
+        "max_ms": max(overshoot),
+        "min_ms": min(overshoot),
+        "planned_total_ms": sum(delays),
+    }
+
+
+# 4. CPU time while sleeping ---------------------------------------------------
+
+def own_cpu_ns(pid):
+    """retry's own on-CPU time, children excluded, for a not-yet-reaped pid.
+
+    retry runs tokio's current-thread runtime, so it has a single thread;
+    /proc/PID/schedstat is that thread's sum_exec_runtime in nanoseconds.
+    """
+    with open(f"/proc/{pid}/schedstat") as f:
+        return int(f.read().split()[0])
+
+
+def cpu_run(argv, devnull):
+    pid = spawn(argv, devnull)
+    # Wait for the exit without reaping, so /proc/PID is still there.
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+    try:
+        own = own_cpu_ns(pid) / 1e6
+    except OSError:
+        own = float("nan")
+    _, status, ru = os.wait4(pid, 0)
+    if exit_code(status) != 1:
+        sys.exit(f"bench: {' '.join(argv)} exited {exit_code(status)}, expected 1")
+    # Includes the two reaped `false` children (see the module docstring).
+    total = (ru.ru_utime + ru.ru_stime) * 1000
+    return total, own
+
+
+def bench_cpu(retry, reps, devnull):
+    false = which_abs("false")
+    sleeping = [retry, "--max", "2", "--base", "2s", "--jitter", "none", "--", false]
+    baseline = [retry, "--max", "2", "--base", "0s", "--jitter", "none", "--", false]
+    cpu_run(baseline, devnull)  # warm-up
+    rows = []
+    for _ in range(reps):
+        s_total, s_own = cpu_run(sleeping, devnull)
+        b_total, b_own = cpu_run(baseline, devnull)
+        rows.append((s_total, b_total, s_own, b_own))
+    return {
+        "reps": reps,
+        "sleep_total_ms": median(r[0] for r in rows),
+        "base_total_ms": median(r[1] for r in rows),
+        "delta_ms": median(r[0] - r[1] for r in rows),
+        "sleep_own_ms": median(r[2] for r in rows),
+        "base_own_ms": median(r[3] for r in rows),
+        "delta_own_ms": median(r[2] - r[3] for r in rows),
+    }
+
+
+# Binary size ------------------------------------------------------------------
+
+def has_symtab(path):
+    """Whether an ELF file still has a .symtab section (i.e. is not stripped)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF" or data[4] != 2:
+        return None  # not a 64-bit ELF: unknown
+    end = "<" if data[5] == 1 else ">"
+    shoff, = struct.unpack_from(end + "Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from(end + "HH", data, 0x3A)
+    for i in range(shnum):
+        sh_type, = struct.unpack_from(end + "I", data, shoff + i * shentsize + 4)
+        if sh_type == 2:  # SHT_SYMTAB
+            return True
+    return False
+
+
+def bench_size(retry):
+    size = os.path.getsize(retry)
+    symtab = has_symtab(retry)
+    note = "stripped"
+    if symtab:
+        strip = shutil.which("strip")
+        if strip:
+            with tempfile.TemporaryDirectory() as d:
+                copy = os.path.join(d, "retry")
+                shutil.copy(retry, copy)
+                subprocess.run([strip, copy], check=True)
+                size = os.path.getsize(copy)
+            note = "after strip"
+        else:
+            note = "NOT stripped (no strip tool)"
+    elif symtab is None:
+        note = "not a 64-bit ELF"
+    return {"bytes": size, "mib": size / MIB, "note": note}
+
+
+# Main -------------------------------------------------------------------------
+
+def build_default():
+    print("bench: cargo build --release ...", file=sys.stderr)
+    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=REPO, check=True)
+    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO, "target")
+    return os.path.join(target, "release", "retry")
+
+
+def verdict(ok):
+    return "PASS" if ok else "**FAIL**"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--binary", metavar="PATH",
+                    help="retry binary to measure (default: build target/release/retry)")
+    ap.add_argument("--quick", action="store_true",
+                    help="fewer repetitions: a smoke run, not figures to quote")
+    args = ap.parse_args()
+
+    retry = os.path.abspath(args.binary) if args.binary else build_default()
+    if not os.access(retry, os.X_OK):
+        sys.exit(f"bench: {retry} is not an executable file")
+
+    if args.quick:
+        n_over, warm, n_rss, n_sleeps, n_cpu = 50, 3, 1, 50, 1
+    else:
+        n_over, warm, n_rss, n_sleeps, n_cpu = 400, 10, 3, 200, 5
+
+    devnull = Devnull()
+    step = lambda name: print(f"bench: {name} ...", file=sys.stderr, flush=True)
+    step(f"overhead ({n_over} interleaved runs each)")
+    over = bench_overhead(retry, n_over, warm, devnull)
+    step(f"peak RSS while sleeping ({n_rss} runs)")
+    rss = bench_rss(retry, n_rss, devnull)
+    step(f"timer precision ({n_sleeps} sleeps)")
+    timer = bench_timer(retry, n_sleeps, devnull)
+    step(f"CPU time during a 2 s sleep ({n_cpu} pairs)")
+    cpu = bench_cpu(retry, n_cpu, devnull)
+    size = bench_size(retry)
+
+    rows = [
+        (f"Overhead: `retry --max 1 -- true` vs `true` (median, {over['runs']} interleaved runs each)",
+         f"+{over['added_ms']:.3f} ms ({over['retry_ms']:.3f} vs {over['direct_ms']:.3f} ms, "
+         f"x{over['ratio']:.2f})",
+         "< 1 ms added", verdict(over["added_ms"] < 1.0)),
+        (f"Peak RSS in a backoff sleep (VmHWM, max of {rss['reps']})",
+         f"{rss['hwm_mib']:.2f} MiB (VmRSS {rss['rss_mib']:.2f} MiB, "
+         f"{rss['threads']} thread{'s' if rss['threads'] != 1 else ''})",
+         "<= 4 MiB", verdict(rss["hwm_mib"] <= 4.0)),
+        (f"Timer overshoot, planned vs actual delay ({timer['sleeps']} sleeps of 0-20 ms)",
+         f"median {timer['median_ms']:.3f} ms, p90 {timer['p90_ms']:.3f} ms, "
+         f"max {timer['max_ms']:.3f} ms",
+         "median <= 1.5 ms", verdict(timer["median_ms"] <= 1.5)),
+        (f"CPU time during a 2 s sleep (wait4, minus 0 s baseline, median of {cpu['reps']})",
+         f"{cpu['delta_ms']:.3f} ms (whole run {cpu['sleep_total_ms']:.3f} ms "
+         f"incl. children; retry alone {cpu['sleep_own_ms']:.3f} ms)",
+         "<= 5 ms", verdict(cpu["delta_ms"] <= 5.0)),
+        (f"Release binary size ({size['note']})",
+         f"{size['bytes']:,} bytes ({size['mib']:.2f} MiB)", "-", "info"),
+    ]
+
+    print()
+    if args.quick:
+        print("_Quick run: few repetitions, not figures to quote._")
+        print()
+    print("| Benchmark | Result | Target | Status |")
+    print("|---|---|---|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    print()
+    print(f"binary: {retry}")
+    print(f"overhead p90: retry {over['retry_p90_ms']:.3f} ms, true {over['direct_p90_ms']:.3f} ms "
+          f"(`true` = {over['true']})")
+    print(f"timer: min overshoot {timer['min_ms']:.3f} ms, planned total "
+          f"{timer['planned_total_ms']:.1f} ms")
+    print(f"cpu: 2 s run {cpu['sleep_total_ms']:.3f} ms, 0 s baseline {cpu['base_total_ms']:.3f} ms "
+          f"(wait4, incl. children); retry alone {cpu['sleep_own_ms']:.3f} vs "
+          f"{cpu['base_own_ms']:.3f} ms, difference {cpu['delta_own_ms']:.3f} ms (schedstat)")
+    failed = [r[0] for r in rows if r[3].endswith("FAIL**")]
+    if failed:
+        print(f"FAIL: {len(failed)} target(s) missed")
+    else:
+        print("all targets met")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

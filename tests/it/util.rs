@@ -1,0 +1,279 @@
+//! A small fluent harness around the real `retry` binary: build an
+//! invocation, run it to the end or spawn it to signal it, and inspect
+//! status, output, elapsed time and JSON log lines.
+
+use std::ffi::OsStr;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+
+/// Longest any single invocation may take before the test fails instead of hanging.
+const HARD_LIMIT: Duration = Duration::from_secs(60);
+
+pub fn bin() -> &'static Path {
+    assert_cmd::cargo::cargo_bin!("retry")
+}
+
+/// An invocation of `retry` being built.
+pub struct Retry {
+    cmd: Command,
+    stdin: Option<Vec<u8>>,
+}
+
+/// `retry ARGS...`
+pub fn retry<I, S>(args: I) -> Retry
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let mut cmd = Command::new(bin());
+    cmd.args(args);
+    // Tests must not inherit configuration from the environment they run in.
+    for var in [
+        "RETRY_MAX",
+        "RETRY_BACKOFF",
+        "RETRY_BASE",
+        "RETRY_CAP",
+        "RETRY_JITTER",
+        "RETRY_MAX_TIME",
+        "RETRY_TIMEOUT",
+        "RETRY_NESTED",
+        "RETRY_LOG_FORMAT",
+        "RETRY_LOG_FILE",
+        "RETRY_DEPTH",
+        "RETRY_MAX_ATTEMPTS",
+        "RETRY_ATTEMPT",
+        "RETRY_PREVIOUS_EXIT",
+        "GITHUB_ACTIONS",
+    ] {
+        cmd.env_remove(var);
+    }
+    Retry { cmd, stdin: None }
+}
+
+/// `retry [ARGS...] -- sh -c SCRIPT`
+pub fn retry_sh(args: &[&str], script: &str) -> Retry {
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--", "sh", "-c", script]);
+    retry(all)
+}
+
+impl Retry {
+    pub fn env(mut self, key: &str, value: impl AsRef<OsStr>) -> Self {
+        self.cmd.env(key, value);
+        self
+    }
+
+    pub fn stdin(mut self, bytes: impl Into<Vec<u8>>) -> Self {
+        self.stdin = Some(bytes.into());
+        self
+    }
+
+    /// Run to completion.
+    pub fn run(self) -> Outcome {
+        self.spawn().wait()
+    }
+
+    /// Start it and return at once, to signal it while it runs.
+    pub fn spawn(mut self) -> Running {
+        self.cmd
+            .stdin(if self.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let started = Instant::now();
+        let mut child = self.cmd.spawn().expect("spawn retry");
+        if let Some(bytes) = self.stdin.take() {
+            let mut pipe = child.stdin.take().expect("stdin pipe");
+            thread::spawn(move || {
+                use std::io::Write;
+                let _ = pipe.write_all(&bytes);
+            });
+        }
+        let stdout = drain(child.stdout.take().expect("stdout pipe"));
+        let stderr = drain(child.stderr.take().expect("stderr pipe"));
+        Running {
+            child,
+            started,
+            stdout,
+            stderr,
+        }
+    }
+}
+
+/// Read a pipe to its end on a thread, so a full pipe never blocks the child.
+fn drain(mut pipe: impl Read + Send + 'static) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = pipe.read_to_end(&mut buf);
+        let _ = tx.send(buf);
+    });
+    rx
+}
+
+/// A `retry` process under way.
+pub struct Running {
+    child: Child,
+    started: Instant,
+    stdout: mpsc::Receiver<Vec<u8>>,
+    stderr: mpsc::Receiver<Vec<u8>>,
+}
+
+impl Running {
+    pub fn pid(&self) -> Pid {
+        Pid::from_raw(self.child.id() as i32)
+    }
+
+    pub fn signal(&self, sig: Signal) {
+        kill(self.pid(), sig).expect("signal retry");
+    }
+
+    /// Wait for it to exit; kill it and fail the test past the hard limit.
+    pub fn wait(mut self) -> Outcome {
+        let deadline = self.started + HARD_LIMIT;
+        let status = loop {
+            if let Some(st) = self.child.try_wait().expect("try_wait") {
+                break st;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!("retry did not finish within {HARD_LIMIT:?}");
+            }
+            thread::sleep(Duration::from_millis(5));
+        };
+        let elapsed = self.started.elapsed();
+        // A leaked grandchild holding a pipe open would block here: bound it.
+        let take = |rx: &mpsc::Receiver<Vec<u8>>, name: &str| {
+            rx.recv_timeout(Duration::from_secs(10))
+                .unwrap_or_else(|_| panic!("{name} still held open after retry exited"))
+        };
+        let stdout = take(&self.stdout, "stdout");
+        let stderr = take(&self.stderr, "stderr");
+        Outcome {
+            code: std::os::unix::process::ExitStatusExt::into_raw(status),
+            exit: status.code(),
+            stdout,
+            stderr,
+            elapsed,
+        }
+    }
+}
+
+/// How an invocation ended.
+#[derive(Debug)]
+pub struct Outcome {
+    code: i32,
+    exit: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub elapsed: Duration,
+}
+
+impl Outcome {
+    /// The exit status; fails the test if retry itself died of a signal.
+    pub fn code(&self) -> i32 {
+        self.exit.unwrap_or_else(|| {
+            panic!(
+                "retry died of a signal (raw status {}); stderr: {}",
+                self.code,
+                self.stderr_text()
+            )
+        })
+    }
+
+    pub fn stdout_text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    pub fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+
+    pub fn stderr_lines(&self) -> Vec<String> {
+        self.stderr_text().lines().map(str::to_string).collect()
+    }
+
+    /// Every stderr line parsed as JSON; fails on a line that is not.
+    pub fn json(&self) -> Vec<serde_json::Value> {
+        self.stderr_lines()
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+            .collect()
+    }
+
+    /// Assert the exit status, showing stderr on failure.
+    #[track_caller]
+    pub fn expect_code(&self, want: i32) -> &Self {
+        assert_eq!(
+            self.code(),
+            want,
+            "exit status; stderr was:\n{}",
+            self.stderr_text()
+        );
+        self
+    }
+}
+
+/// A fresh temporary directory for files a test's children write.
+pub fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir().expect("temp dir")
+}
+
+pub fn path_str(p: &Path) -> String {
+    p.to_str().expect("utf-8 temp path").to_string()
+}
+
+/// Poll until `path` exists; fails after `within`.
+#[track_caller]
+pub fn wait_for_file(path: &Path, within: Duration) {
+    let until = Instant::now() + within;
+    while !path.exists() {
+        assert!(Instant::now() < until, "{} never appeared", path.display());
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether a process is still running (a zombie counts as gone).
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            // The state follows the parenthesised command name.
+            let state = stat
+                .rsplit(')')
+                .next()
+                .and_then(|rest| rest.split_whitespace().next());
+            !matches!(state, Some("Z") | Some("X") | None)
+        }
+        Err(_) => false,
+    }
+}
+
+/// Poll until the process is gone; returns whether it went within `within`.
+pub fn gone_within(pid: i32, within: Duration) -> bool {
+    let until = Instant::now() + within;
+    while alive(pid) {
+        if Instant::now() > until {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+    true
+}
+
+pub fn read_pid(path: &PathBuf) -> i32 {
+    std::fs::read_to_string(path)
+        .expect("pid file")
+        .trim()
+        .parse()
+        .expect("pid")
+}
