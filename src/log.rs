@@ -227,6 +227,10 @@ fn text(event: &Event<'_>, elapsed: Duration) -> Option<String> {
                 (Verdict::Success, _) => {
                     format!("retry: attempt {n} succeeded ({status}) after {d}")
                 }
+                (_, Some(w)) if w.jitter == "none" => format!(
+                    "retry: attempt {n} failed ({status}) after {d}; next in {} (no jitter)",
+                    human(w.delay)
+                ),
                 (_, Some(w)) => format!(
                     "retry: attempt {n} failed ({status}) after {d}; next in {} ({} jitter, ceiling {})",
                     human(w.delay),

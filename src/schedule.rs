@@ -71,6 +71,7 @@ pub fn render(
     };
     let jitter = match d.jitter {
         Jitter::Additive { max } => format!("additive jitter up to {}", human(max)),
+        Jitter::None => "no jitter".to_string(),
         j => format!("{} jitter", j.name()),
     };
     let attempts = match policy.max_attempts {
