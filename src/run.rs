@@ -69,6 +69,12 @@ where
     let mut number = 0u32;
 
     loop {
+        // A signal that landed as the last wait ended must not start another attempt.
+        if number > 0
+            && let Some(sig) = signals.interrupted()
+        {
+            return interrupted_in_wait(sig as i32, number, max, log);
+        }
         number = number.saturating_add(1);
         log.emit(&Event::AttemptStart {
             attempt: number,

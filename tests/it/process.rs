@@ -132,8 +132,12 @@ fn sigterm_is_forwarded_and_ends_the_run_with_143() {
 }
 
 #[test]
-fn sighup_and_sigint_are_forwarded_with_their_own_status() {
-    for (sig, name, code) in [(Signal::SIGHUP, "HUP", 129), (Signal::SIGINT, "INT", 130)] {
+fn hup_int_and_quit_are_forwarded_with_their_own_status() {
+    for (sig, name, code) in [
+        (Signal::SIGHUP, "HUP", 129),
+        (Signal::SIGINT, "INT", 130),
+        (Signal::SIGQUIT, "QUIT", 131),
+    ] {
         let trap = format!("trap 'echo child got {name}; exit 0' {name}");
         let (running, _dir) = start_trapping(&[], &trap);
         running.signal(sig);
