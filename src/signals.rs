@@ -6,16 +6,23 @@ use nix::sys::signal::Signal;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
-/// The signals retry catches. All are forwarded to a running child;
-/// the first four also end the run.
-pub const CAUGHT: [Signal; 6] = [
+/// The signals retry catches. All are passed on to a running child; the
+/// first four also end the run, and TSTP suspends retry with its child.
+pub const CAUGHT: [Signal; 7] = [
     Signal::SIGINT,
     Signal::SIGTERM,
     Signal::SIGHUP,
     Signal::SIGQUIT,
     Signal::SIGUSR1,
     Signal::SIGUSR2,
+    Signal::SIGTSTP,
 ];
+
+/// Stop this process until a SIGCONT arrives (job control's `fg` or `bg`).
+/// Catching TSTP replaced its default action, so retry stops itself this way.
+pub fn suspend_self() {
+    let _ = nix::sys::signal::raise(Signal::SIGSTOP);
+}
 
 /// Whether catching `sig` ends the run (exit 128+N) rather than only being passed on.
 pub fn is_terminating(sig: Signal) -> bool {
@@ -87,7 +94,8 @@ impl Signals {
         }
     }
 
-    /// The next terminating signal; others are dropped (there is no child to pass them to).
+    /// The next terminating signal, while no child runs: a TSTP suspends
+    /// retry, others are dropped (there is no child to pass them to).
     pub async fn next_interrupt(&mut self) -> Signal {
         if let Some(sig) = self.interrupted {
             return sig;
@@ -96,6 +104,9 @@ impl Signals {
             let sig = self.recv().await;
             if is_terminating(sig) {
                 return sig;
+            }
+            if sig == Signal::SIGTSTP {
+                suspend_self();
             }
         }
     }

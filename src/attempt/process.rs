@@ -21,7 +21,7 @@ use tokio::process::Command;
 use super::{Attempt, Context};
 use crate::classify::{Limit, Status};
 use crate::policy::ProcessOptions;
-use crate::signals::{Signals, is_terminating};
+use crate::signals::{Signals, is_terminating, suspend_self};
 
 /// stdin held in memory up to this size, in a private temp file beyond it.
 pub const REPLAY_MEMORY_LIMIT: usize = 8 * 1024 * 1024;
@@ -128,13 +128,21 @@ impl Target {
 
     /// Pass on a signal retry caught.
     fn forward(self, sig: Signal) {
-        if let Target::Child(_) = self {
-            // In retry's group the terminal already delivered these to the child.
-            if matches!(sig, Signal::SIGINT | Signal::SIGQUIT) {
-                return;
+        match (self, sig) {
+            // Job control: the child's group is not the terminal's, so Ctrl-Z
+            // reached only retry. Stop the group, stop retry, and when the
+            // shell continues retry, continue the group.
+            (Target::Group(_), Signal::SIGTSTP) => {
+                self.send(Signal::SIGTSTP);
+                suspend_self();
+                self.send(Signal::SIGCONT);
             }
+            // In retry's group the terminal already delivered these to the
+            // child, and `fg` continues the whole group.
+            (Target::Child(_), Signal::SIGTSTP) => suspend_self(),
+            (Target::Child(_), Signal::SIGINT | Signal::SIGQUIT) => {}
+            _ => self.send(sig),
         }
-        self.send(sig);
     }
 }
 

@@ -309,3 +309,45 @@ fn no_orphan_when_the_child_ignores_everything_but_kill() {
     }
     let _ = alive;
 }
+
+/// The process state letter from /proc (R, S, T for stopped, ...).
+fn state(pid: i32) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit(')')
+        .next()
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or("?")
+        .to_string()
+}
+
+#[track_caller]
+fn wait_for_state(pid: i32, want: &str) {
+    let until = std::time::Instant::now() + SETTLE;
+    while state(pid) != want {
+        assert!(
+            std::time::Instant::now() < until,
+            "pid {pid} is {} not {want}",
+            state(pid)
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn ctrl_z_suspends_the_child_with_retry_and_fg_resumes_both() {
+    let (running, dir) = start_trapping(&["--max", "1"], "trap 'exit 5' TERM");
+    let child = read_pid(&dir.path().join("ready"));
+    let retry_pid = running.pid().as_raw();
+    running.signal(Signal::SIGTSTP);
+    wait_for_state(retry_pid, "T");
+    wait_for_state(child, "T");
+    running.signal(Signal::SIGCONT);
+    // Resumed: the child runs its loop again (sleeping or running, not stopped).
+    let until = std::time::Instant::now() + SETTLE;
+    while state(child) == "T" {
+        assert!(std::time::Instant::now() < until, "child still stopped");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    running.signal(Signal::SIGTERM);
+    running.wait().expect_code(143);
+}
