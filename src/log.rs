@@ -180,7 +180,8 @@ pub fn human(d: Duration) -> String {
     humantime::format_duration(round_ms(d)).to_string()
 }
 
-fn of_max(attempt: u32, max: Option<u32>) -> String {
+/// `3/5`, or `3` without a limit.
+pub fn of_max(attempt: u32, max: Option<u32>) -> String {
     match max {
         Some(m) => format!("{attempt}/{m}"),
         None => attempt.to_string(),

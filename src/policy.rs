@@ -58,6 +58,26 @@ pub struct Policy {
     pub rules: Rules,
 }
 
+impl Default for Policy {
+    /// The documented defaults: 5 attempts, exponential x2 from 1s to 30s, full jitter.
+    fn default() -> Self {
+        Policy {
+            max_attempts: Some(5),
+            delay: DelayPolicy {
+                growth: Growth::Exponential { multiplier: 2.0 },
+                jitter: Jitter::Full,
+                base: Duration::from_secs(1),
+                cap: Duration::from_secs(30),
+            },
+            max_time: None,
+            timeout: None,
+            reset_after: None,
+            seed: None,
+            rules: Rules::default(),
+        }
+    }
+}
+
 /// How attempts are run as processes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessOptions {
@@ -105,8 +125,9 @@ pub struct Config {
 
 impl Config {
     pub fn from_cli(cli: Cli, nesting: Nesting) -> Result<Config, UsageError> {
-        let base = opt_duration("--base", cli.base.as_deref())?.unwrap_or(Duration::from_secs(1));
-        let cap = opt_duration("--cap", cli.cap.as_deref())?.unwrap_or(Duration::from_secs(30));
+        let defaults = Policy::default();
+        let base = opt_duration("--base", cli.base.as_deref())?.unwrap_or(defaults.delay.base);
+        let cap = opt_duration("--cap", cli.cap.as_deref())?.unwrap_or(defaults.delay.cap);
         if cap < base {
             return Err(UsageError(format!(
                 "--cap ({}) is below --base ({}): the cap must be at least the base",
@@ -152,7 +173,7 @@ impl Config {
             None
         } else {
             Some(match cli.max.as_deref() {
-                None => 5,
+                None => defaults.max_attempts.unwrap_or(5),
                 Some(s) => match s.trim().parse::<u32>() {
                     Ok(n) if n >= 1 => n,
                     _ => {

@@ -13,7 +13,7 @@ use crate::attempt::{Attempt, Context};
 use crate::backoff::Backoff;
 use crate::classify::{Limit, Status, Verdict, classify, explain};
 use crate::exit;
-use crate::log::{End, Event, Logger, Wait, human};
+use crate::log::{End, Event, Logger, Wait, human, of_max};
 use crate::policy::Policy;
 use crate::signals::Signals;
 
@@ -136,7 +136,7 @@ where
                         format!(
                             "interrupted by {} during attempt {}",
                             crate::classify::signal_name(*sig),
-                            of(number, max)
+                            of_max(number, max)
                         ),
                     ),
                     Status::TimedOut {
@@ -203,7 +203,7 @@ fn interrupted_in_wait(sig: i32, attempts: u32, max: Option<u32>, log: &mut Logg
     let reason = format!(
         "interrupted by {} while waiting to start attempt {}",
         crate::classify::signal_name(sig),
-        of(attempts + 1, max)
+        of_max(attempts + 1, max)
     );
     log.emit(&Event::Done {
         end: End::Interrupted,
@@ -220,13 +220,6 @@ fn interrupted_in_wait(sig: i32, attempts: u32, max: Option<u32>, log: &mut Logg
     }
 }
 
-fn of(n: u32, max: Option<u32>) -> String {
-    match max {
-        Some(m) => format!("{n}/{m}"),
-        None => n.to_string(),
-    }
-}
-
 /// The earlier of two optional limits; on a tie the overall deadline wins,
 /// since nothing can be retried after it.
 fn earliest(a: Option<(Instant, Limit)>, b: Option<(Instant, Limit)>) -> Option<(Instant, Limit)> {
@@ -240,8 +233,7 @@ fn earliest(a: Option<(Instant, Limit)>, b: Option<(Instant, Limit)>) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backoff::{DelayPolicy, Growth, Jitter};
-    use crate::classify::Rules;
+    use crate::backoff::Jitter;
     use crate::policy::{LogFormat, LogOptions};
     use rand::SeedableRng;
     use rand::rngs::StdRng;
@@ -282,20 +274,12 @@ mod tests {
     }
 
     fn policy(max: Option<u32>) -> Policy {
-        Policy {
+        let mut p = Policy {
             max_attempts: max,
-            delay: DelayPolicy {
-                growth: Growth::Exponential { multiplier: 2.0 },
-                jitter: Jitter::None,
-                base: Duration::from_secs(1),
-                cap: Duration::from_secs(30),
-            },
-            max_time: None,
-            timeout: None,
-            reset_after: None,
-            seed: None,
-            rules: Rules::default(),
-        }
+            ..Policy::default()
+        };
+        p.delay.jitter = Jitter::None;
+        p
     }
 
     fn quiet() -> Logger {

@@ -139,26 +139,17 @@ pub fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backoff::DelayPolicy;
-    use crate::classify::Rules;
     use rand::SeedableRng;
     use rand::rngs::StdRng;
 
     fn policy(max: Option<u32>, max_time: Option<Duration>) -> Policy {
-        Policy {
+        let mut p = Policy {
             max_attempts: max,
-            delay: DelayPolicy {
-                growth: Growth::Exponential { multiplier: 2.0 },
-                jitter: Jitter::None,
-                base: Duration::from_secs(1),
-                cap: Duration::from_secs(30),
-            },
             max_time,
-            timeout: None,
-            reset_after: None,
-            seed: None,
-            rules: Rules::default(),
-        }
+            ..Policy::default()
+        };
+        p.delay.jitter = Jitter::None;
+        p
     }
 
     #[test]
