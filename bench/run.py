@@ -12,7 +12,11 @@ markdown table with a target and PASS/FAIL per row:
    `true` alone (both by absolute path), timed with perf_counter_ns around
    os.posix_spawn + os.waitpid, the same way for both. The two are
    interleaved in one loop, swapping which goes first on each iteration, so
-   machine noise hits both alike. Target: under 1 ms added.
+   machine noise hits both alike. Target: under 1 ms added. For scale, the
+   same loop also times coreutils `timeout 60 true`, a small C program that
+   likewise spawns a child and waits for it: what it adds is about the
+   least any process wrapper can add on the machine at hand (reported, no
+   target).
 
 2. Peak memory while waiting. `retry --max 2 --base 2s --jitter none -- false`
    is left for 1 s, by which time the first attempt has failed and retry is
@@ -50,8 +54,8 @@ markdown table with a target and PASS/FAIL per row:
 
 Also reported, for information: the size of the release binary (stripped).
 
-Every result is a median over repetitions, so one slow outlier does not move
-it. The exit status is 0 even when a target is missed: this is a report.
+Timings are medians over repetitions, so one slow outlier does not move
+them; memory is the largest value seen. The exit status is 0 even when a target is missed: this is a report.
 
 Usage:
     python3 bench/run.py                  # build target/release/retry, full run
@@ -119,8 +123,16 @@ def exit_code(status):
 
 def bench_overhead(retry, runs, warmup, devnull):
     true = which_abs("true")
-    direct = [true]
-    wrapped = [retry, "--max", "1", "--", true]
+    cmds = {
+        "direct": [true],
+        "retry": [retry, "--max", "1", "--", true],
+    }
+    # Reference, not a target: coreutils `timeout` is a small C program that
+    # also spawns a child and waits for it, so what it adds is roughly the
+    # floor for any process wrapper on this machine.
+    timeout = shutil.which("timeout")
+    if timeout:
+        cmds["timeout"] = [os.path.realpath(timeout), "60", true]
 
     def once(argv):
         t0 = time.perf_counter_ns()
@@ -131,29 +143,26 @@ def bench_overhead(retry, runs, warmup, devnull):
             sys.exit(f"bench: {' '.join(argv)} exited {exit_code(status)}")
         return t1 - t0
 
+    names = list(cmds)
     for _ in range(warmup):
-        once(direct)
-        once(wrapped)
-    t_direct, t_wrapped = [], []
+        for name in names:
+            once(cmds[name])
+    times = {name: [] for name in names}
     for i in range(runs):
-        # Swap the order every iteration so neither always runs first.
-        if i % 2 == 0:
-            t_direct.append(once(direct))
-            t_wrapped.append(once(wrapped))
-        else:
-            t_wrapped.append(once(wrapped))
-            t_direct.append(once(direct))
-    md = median(t_direct) / 1e6
-    mw = median(t_wrapped) / 1e6
+        # Reverse the order every iteration so none always runs first.
+        for name in names if i % 2 == 0 else reversed(names):
+            times[name].append(once(cmds[name]))
+    med = {name: median(times[name]) / 1e6 for name in names}
     return {
         "true": true,
         "runs": runs,
-        "direct_ms": md,
-        "retry_ms": mw,
-        "added_ms": mw - md,
-        "ratio": mw / md,
-        "retry_p90_ms": percentile(t_wrapped, 90) / 1e6,
-        "direct_p90_ms": percentile(t_direct, 90) / 1e6,
+        "direct_ms": med["direct"],
+        "retry_ms": med["retry"],
+        "added_ms": med["retry"] - med["direct"],
+        "ratio": med["retry"] / med["direct"],
+        "retry_p90_ms": percentile(times["retry"], 90) / 1e6,
+        "direct_p90_ms": percentile(times["direct"], 90) / 1e6,
+        "timeout_added_ms": med["timeout"] - med["direct"] if timeout else None,
     }
 
 
@@ -343,6 +352,11 @@ def build_default():
     return os.path.join(target, "release", "retry")
 
 
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return f.read().split()[0]
+
+
 def verdict(ok):
     return "PASS" if ok else "**FAIL**"
 
@@ -365,6 +379,7 @@ def main():
         n_over, warm, n_rss, n_sleeps, n_cpu = 400, 10, 3, 200, 5
 
     devnull = Devnull()
+    load_before = loadavg()
     step = lambda name: print(f"bench: {name} ...", file=sys.stderr, flush=True)
     step(f"overhead ({n_over} interleaved runs each)")
     over = bench_overhead(retry, n_over, warm, devnull)
@@ -375,6 +390,7 @@ def main():
     step(f"CPU time during a 2 s sleep ({n_cpu} pairs)")
     cpu = bench_cpu(retry, n_cpu, devnull)
     size = bench_size(retry)
+    load_after = loadavg()
 
     rows = [
         (f"Overhead: `retry --max 1 -- true` vs `true` (median, {over['runs']} interleaved runs each)",
@@ -393,6 +409,9 @@ def main():
          f"{cpu['delta_ms']:.3f} ms (whole run {cpu['sleep_total_ms']:.3f} ms "
          f"incl. children; retry alone {cpu['sleep_own_ms']:.3f} ms)",
          "<= 5 ms", verdict(cpu["delta_ms"] <= 5.0)),
+        ("Reference: coreutils `timeout 60 true` vs `true` (C wrapper, same loop)",
+         "n/a" if over["timeout_added_ms"] is None else f"+{over['timeout_added_ms']:.3f} ms",
+         "-", "info"),
         (f"Release binary size ({size['note']})",
          f"{size['bytes']:,} bytes ({size['mib']:.2f} MiB)", "-", "info"),
     ]
@@ -406,15 +425,18 @@ def main():
     for r in rows:
         print("| " + " | ".join(r) + " |")
     print()
-    print(f"binary: {retry}")
-    print(f"overhead p90: retry {over['retry_p90_ms']:.3f} ms, true {over['direct_p90_ms']:.3f} ms "
+    print(f"- binary: {retry}")
+    print(f"- load average (1 min) before/after: {load_before} / {load_after}; "
+          f"{os.cpu_count()} CPUs")
+    print(f"- overhead p90: retry {over['retry_p90_ms']:.3f} ms, true {over['direct_p90_ms']:.3f} ms "
           f"(`true` = {over['true']})")
-    print(f"timer: min overshoot {timer['min_ms']:.3f} ms, planned total "
+    print(f"- timer: min overshoot {timer['min_ms']:.3f} ms, planned total "
           f"{timer['planned_total_ms']:.1f} ms")
-    print(f"cpu: 2 s run {cpu['sleep_total_ms']:.3f} ms, 0 s baseline {cpu['base_total_ms']:.3f} ms "
+    print(f"- cpu: 2 s run {cpu['sleep_total_ms']:.3f} ms, 0 s baseline {cpu['base_total_ms']:.3f} ms "
           f"(wait4, incl. children); retry alone {cpu['sleep_own_ms']:.3f} vs "
           f"{cpu['base_own_ms']:.3f} ms, difference {cpu['delta_own_ms']:.3f} ms (schedstat)")
     failed = [r[0] for r in rows if r[3].endswith("FAIL**")]
+    print()
     if failed:
         print(f"FAIL: {len(failed)} target(s) missed")
     else:

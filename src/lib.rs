@@ -48,8 +48,8 @@ pub fn main_entry() -> u8 {
 
     let command = match &config.mode {
         Mode::DryRun { command } => {
-            let (rows, cut) = schedule::rows(&config.policy, &mut rng);
-            let report = schedule::render(&config.policy, seed, command, &rows, cut);
+            let sched = schedule::schedule(&config.policy, &mut rng);
+            let report = schedule::render(&config.policy, seed, command, &sched);
             let mut out = std::io::stdout().lock();
             return match out.write_all(report.as_bytes()).and_then(|()| out.flush()) {
                 Ok(()) => exit::SUCCESS,

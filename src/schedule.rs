@@ -13,8 +13,9 @@ use crate::backoff::{Backoff, Growth, Jitter};
 use crate::log::{human, shell_line};
 use crate::policy::Policy;
 
-/// Rows shown for `--forever`, which has no last retry.
-const FOREVER_ROWS: u32 = 20;
+/// Most rows shown: `--forever` has no last retry, and a huge `--max`
+/// would print for ever. The remainder is summarised in one line.
+const MAX_ROWS: u32 = 50;
 
 /// One retry in the schedule.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,22 +29,35 @@ pub struct Row {
     pub worst: Duration,
 }
 
+/// The schedule for a policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Schedule {
+    pub rows: Vec<Row>,
+    /// The next retry would start after `--max-time`: the run gives up there.
+    pub cut_by_deadline: bool,
+    /// Retries after the last row shown (None: without limit).
+    pub more: Option<u64>,
+}
+
 /// The schedule: rows until the attempts run out, `--max-time` would be
-/// passed, or [`FOREVER_ROWS`] for `--forever`.
-pub fn rows<R: Rng + ?Sized>(policy: &Policy, rng: &mut R) -> (Vec<Row>, bool) {
-    let retries = policy
-        .max_attempts
-        .map_or(FOREVER_ROWS, |m| m.saturating_sub(1));
+/// passed, or [`MAX_ROWS`].
+pub fn schedule<R: Rng + ?Sized>(policy: &Policy, rng: &mut R) -> Schedule {
+    let retries = policy.max_attempts.map(|m| u64::from(m.saturating_sub(1)));
+    let shown = retries.map_or(MAX_ROWS, |r| r.min(u64::from(MAX_ROWS)) as u32);
     let mut backoff = Backoff::new(policy.delay);
     let mut total = Duration::ZERO;
-    let mut out = Vec::new();
-    for _ in 0..retries {
+    let mut rows = Vec::new();
+    for _ in 0..shown {
         let step = backoff.next(rng);
         total = total.saturating_add(step.delay);
         if policy.max_time.is_some_and(|m| total >= m) {
-            return (out, true);
+            return Schedule {
+                rows,
+                cut_by_deadline: true,
+                more: Some(0),
+            };
         }
-        out.push(Row {
+        rows.push(Row {
             retry: step.retry,
             ceiling: step.ceiling,
             delay: step.delay,
@@ -51,7 +65,11 @@ pub fn rows<R: Rng + ?Sized>(policy: &Policy, rng: &mut R) -> (Vec<Row>, bool) {
             worst: policy.delay.worst_case(step.retry),
         });
     }
-    (out, false)
+    Schedule {
+        rows,
+        cut_by_deadline: false,
+        more: retries.map(|r| r - u64::from(shown)),
+    }
 }
 
 /// The printed report.
@@ -59,8 +77,7 @@ pub fn render(
     policy: &Policy,
     seed: u64,
     command: &[std::ffi::OsString],
-    rows: &[Row],
-    cut_by_deadline: bool,
+    sched: &Schedule,
 ) -> String {
     let d = &policy.delay;
     let mut s = String::new();
@@ -96,43 +113,62 @@ pub fn render(
         "{:>5}  {:>7}  {:>12}  {:>12}  {:>12}",
         "retry", "attempt", "ceiling", "delay", "total wait"
     );
-    for r in rows {
+    for r in &sched.rows {
         let _ = writeln!(
             s,
             "{:>5}  {:>7}  {:>12}  {:>12}  {:>12}",
             r.retry,
-            r.retry + 1,
+            u64::from(r.retry) + 1,
             human(r.ceiling),
             human(r.delay),
             human(r.total)
         );
     }
-    let worst = rows
+    let longest = d.worst_case(u32::MAX);
+    let mut worst = sched
+        .rows
         .iter()
         .fold(Duration::ZERO, |acc, r| acc.saturating_add(r.worst));
-    let worst = policy.max_time.map_or(worst, |m| worst.min(m));
-    if rows.is_empty() && !cut_by_deadline {
+    if sched.rows.is_empty() && !sched.cut_by_deadline {
         let _ = writeln!(s, "no retries: the command runs once");
     }
-    if cut_by_deadline {
+    if sched.cut_by_deadline {
         let _ = writeln!(
             s,
             "the next retry would start after --max-time: retry gives up there"
         );
-    } else if policy.max_attempts.is_none() {
+    }
+    match sched.more {
+        None => {
+            let _ = writeln!(
+                s,
+                "... and on without limit, each wait at most {}",
+                human(longest)
+            );
+        }
+        Some(0) => {}
+        Some(n) => {
+            let _ = writeln!(
+                s,
+                "... and {n} more retries, each wait at most {}",
+                human(longest)
+            );
+            let extra = u32::try_from(n).map_or(Duration::MAX, |n| longest.saturating_mul(n));
+            worst = worst.saturating_add(extra);
+        }
+    }
+    if let Some(m) = policy.max_time {
+        worst = worst.min(m);
+    }
+    let retries = sched.rows.len() as u64 + sched.more.unwrap_or(0);
+    if sched.more.is_some() {
         let _ = writeln!(
             s,
-            "... and on without limit, each wait at most {}",
-            human(policy.delay.worst_case(u32::MAX))
+            "worst case: {} of waiting over {retries} retr{} (any seed; plus the attempts' own run time)",
+            human(worst),
+            if retries == 1 { "y" } else { "ies" }
         );
     }
-    let _ = writeln!(
-        s,
-        "worst case: {} of waiting over {} retr{} (any seed; plus the attempts' own run time)",
-        human(worst),
-        rows.len(),
-        if rows.len() == 1 { "y" } else { "ies" }
-    );
     s
 }
 
@@ -154,28 +190,47 @@ mod tests {
 
     #[test]
     fn one_row_per_retry_with_running_total() {
-        let (rows, cut) = rows(&policy(Some(5), None), &mut StdRng::seed_from_u64(1));
-        assert!(!cut);
-        let totals: Vec<u64> = rows.iter().map(|r| r.total.as_secs()).collect();
+        let sched = schedule(&policy(Some(5), None), &mut StdRng::seed_from_u64(1));
+        assert!(!sched.cut_by_deadline);
+        assert_eq!(sched.more, Some(0));
+        let totals: Vec<u64> = sched.rows.iter().map(|r| r.total.as_secs()).collect();
         assert_eq!(totals, vec![1, 3, 7, 15]);
     }
 
     #[test]
     fn max_time_cuts_the_schedule() {
-        let (rows, cut) = rows(
+        let sched = schedule(
             &policy(Some(10), Some(Duration::from_secs(10))),
             &mut StdRng::seed_from_u64(1),
         );
-        assert!(cut);
-        assert_eq!(rows.len(), 3);
+        assert!(sched.cut_by_deadline);
+        assert_eq!(sched.rows.len(), 3);
     }
 
     #[test]
     fn forever_shows_a_bounded_table() {
         let p = policy(None, None);
-        let (rows, _) = rows(&p, &mut StdRng::seed_from_u64(1));
-        assert_eq!(rows.len(), FOREVER_ROWS as usize);
-        let text = render(&p, 1, &[], &rows, false);
+        let sched = schedule(&p, &mut StdRng::seed_from_u64(1));
+        assert_eq!(sched.rows.len(), MAX_ROWS as usize);
+        assert_eq!(sched.more, None);
+        let text = render(&p, 1, &[], &sched);
         assert!(text.contains("on without limit"));
+        assert!(!text.contains("worst case"));
+    }
+
+    #[test]
+    fn a_huge_max_is_summarised_not_printed() {
+        let p = policy(Some(u32::MAX), None);
+        let sched = schedule(&p, &mut StdRng::seed_from_u64(1));
+        assert_eq!(sched.rows.len(), MAX_ROWS as usize);
+        assert_eq!(
+            sched.more,
+            Some(u64::from(u32::MAX) - 1 - u64::from(MAX_ROWS))
+        );
+        let text = render(&p, 1, &[], &sched);
+        assert!(
+            text.contains("more retries, each wait at most 30s"),
+            "{text}"
+        );
     }
 }

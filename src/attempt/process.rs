@@ -199,7 +199,8 @@ impl Attempt for ProcessAttempt {
         let result = loop {
             let wake = match stop {
                 None => ctx.deadline.map(|(at, _)| at),
-                Some((_, since)) if !killed => Some(since + self.opts.kill_after),
+                // An absurd grace period overflows to "never", not a panic.
+                Some((_, since)) if !killed => since.checked_add(self.opts.kill_after),
                 Some(_) => None,
             };
             tokio::select! {
@@ -274,8 +275,8 @@ async fn drain_group(pgid: Pid, stop_signal: Signal, grace: Duration, grace_from
             Instant::now()
         }
     };
-    let until = since + grace;
-    while Instant::now() < until {
+    let until = since.checked_add(grace);
+    while until.is_none_or(|u| Instant::now() < u) {
         tokio::time::sleep(Duration::from_millis(10)).await;
         if !alive() {
             return;
