@@ -7,6 +7,9 @@
 use std::fmt;
 use std::time::Duration;
 
+mod http;
+pub use http::{HttpRules, NetFailure, StatusSet};
+
 /// What happened to one attempt, as reported by an attempt runner.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Status {
@@ -22,6 +25,24 @@ pub enum Status {
     NotExecutable(String),
     /// retry itself caught this signal during the attempt and stopped it.
     Interrupted(i32),
+    /// HTTP mode: a response arrived with this status code. `retry_after`
+    /// is the server's Retry-After, already turned into a wait from now.
+    Http {
+        code: u16,
+        retry_after: Option<Duration>,
+    },
+    /// HTTP mode: the exchange failed without a response.
+    Net { failure: NetFailure, detail: String },
+}
+
+impl Status {
+    /// The wait the server asked for, if the attempt got one.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Status::Http { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
 }
 
 /// Which limit stopped an attempt.
@@ -73,7 +94,7 @@ impl CodeSet {
     }
 }
 
-/// The user's classification rules for command mode.
+/// The user's classification rules.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rules {
     /// When set, only these exit codes are retryable.
@@ -81,6 +102,8 @@ pub struct Rules {
     pub stop_on: CodeSet,
     pub success_on: CodeSet,
     pub retry_on_timeout: bool,
+    /// HTTP mode's rules; unused in command mode.
+    pub http: HttpRules,
 }
 
 impl Default for Rules {
@@ -90,6 +113,7 @@ impl Default for Rules {
             stop_on: CodeSet::default(),
             success_on: CodeSet::default(),
             retry_on_timeout: true,
+            http: HttpRules::default(),
         }
     }
 }
@@ -132,6 +156,7 @@ pub fn classify(status: &Status, rules: &Rules) -> Verdict {
             Limit::Attempt => Verdict::Permanent,
         },
         Status::NotFound | Status::NotExecutable(_) | Status::Interrupted(_) => Verdict::Permanent,
+        Status::Http { .. } | Status::Net { .. } => http::classify(status, rules),
     }
 }
 
@@ -151,6 +176,7 @@ pub fn explain(status: &Status, rules: &Rules) -> String {
             limit: Limit::Attempt,
             ..
         } => format!("{status}, and --no-retry-on-timeout is set"),
+        Status::Http { .. } | Status::Net { .. } => http::explain(status, rules),
         _ => format!("{status} is not retried"),
     }
 }
@@ -168,6 +194,19 @@ impl fmt::Display for Status {
             Status::NotFound => write!(f, "command not found"),
             Status::NotExecutable(why) => write!(f, "cannot execute: {why}"),
             Status::Interrupted(sig) => write!(f, "interrupted by {}", signal_name(*sig)),
+            Status::Http { code, retry_after } => {
+                write!(f, "HTTP {code}")?;
+                if let Some(wait) = retry_after {
+                    write!(
+                        f,
+                        ", Retry-After {}",
+                        humantime::format_duration(round_ms(*wait))
+                    )?;
+                }
+                Ok(())
+            }
+            Status::Net { failure, detail } if detail.is_empty() => write!(f, "{failure}"),
+            Status::Net { failure, detail } => write!(f, "{failure}: {detail}"),
         }
     }
 }
@@ -234,6 +273,7 @@ mod tests {
             stop_on: set(&[(3, 3)]),
             success_on: set(&[(42, 42)]),
             retry_on_timeout: true,
+            http: HttpRules::default(),
         };
         assert_eq!(classify(&Status::Exited(1), &r), Verdict::Retryable);
         assert_eq!(classify(&Status::Exited(105), &r), Verdict::Retryable);

@@ -9,6 +9,9 @@ use std::path::PathBuf;
 
 use clap::{ArgAction, Parser, ValueEnum};
 
+mod http;
+pub use http::HttpArgs;
+
 const AFTER_HELP: &str = "\
 Examples:
   retry -- curl -fsS https://example.com/health
@@ -28,7 +31,7 @@ when retry itself failed.";
     version,
     about,
     after_help = AFTER_HELP,
-    override_usage = "retry [OPTIONS] -- COMMAND [ARG]...\n       retry [OPTIONS] --dry-run"
+    override_usage = "retry [OPTIONS] -- COMMAND [ARG]...\n       retry [OPTIONS] --http URL\n       retry [OPTIONS] --dry-run"
 )]
 pub struct Cli {
     /// Attempts in total, the first included (N >= 1)
@@ -197,6 +200,9 @@ pub struct Cli {
         help_heading = "Logging"
     )]
     pub log_file: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub http: HttpArgs,
 
     /// Print the delay schedule this policy produces and run nothing
     #[arg(long, help_heading = "Modes")]

@@ -13,6 +13,8 @@ pub mod cli;
 pub mod exit;
 pub mod log;
 pub mod policy;
+mod probe;
+pub mod redact;
 pub mod run;
 pub mod schedule;
 pub mod signals;
@@ -57,19 +59,12 @@ pub fn main_entry() -> u8 {
             };
         }
         Mode::Run { command } => command.clone(),
+        Mode::Http { request } => return probe::main(&config, request, started, seed, &mut rng),
     };
 
-    let mut log = match Logger::open(&config.log, started) {
+    let mut log = match open_log(&config, started) {
         Ok(l) => l,
-        Err(e) => {
-            let path = config
-                .log
-                .file
-                .as_deref()
-                .unwrap_or(std::path::Path::new("-"));
-            Logger::stderr().error(&format!("cannot open log file {}: {e}", path.display()));
-            return exit::INTERNAL;
-        }
+        Err(code) => return code,
     };
     // Read before any signal handler exists, so ^C while stdin is still
     // open ends retry the ordinary way, with nothing started.
@@ -123,6 +118,20 @@ pub fn main_entry() -> u8 {
         )
         .await;
         finish.exit_code
+    })
+}
+
+/// The log as configured, or the exit status when `--log-file` cannot be
+/// opened (reported on stderr).
+fn open_log(config: &Config, started: Instant) -> Result<Logger, u8> {
+    Logger::open(&config.log, started).map_err(|e| {
+        let path = config
+            .log
+            .file
+            .as_deref()
+            .unwrap_or(std::path::Path::new("-"));
+        Logger::stderr().error(&format!("cannot open log file {}: {e}", path.display()));
+        exit::INTERNAL
     })
 }
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 
-use crate::classify::{Status, Verdict, round_ms};
+use crate::classify::{NetFailure, Status, Verdict, round_ms};
 use crate::policy::{LogFormat, LogOptions};
 
 /// One planned wait before the next attempt.
@@ -288,6 +288,10 @@ struct JsonLine<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     signal: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    http_status: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry_after_ms: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     duration_ms: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     delay_ms: Option<f64>,
@@ -350,6 +354,13 @@ fn json(event: &Event<'_>, elapsed: Duration) -> Vec<String> {
             };
             let outcome = match (status, verdict) {
                 (Status::TimedOut { .. }, _) => "timeout",
+                (
+                    Status::Net {
+                        failure: NetFailure::TimedOut(_) | NetFailure::ConnectTimeout,
+                        ..
+                    },
+                    _,
+                ) => "timeout",
                 (Status::Interrupted(_), _) => "interrupted",
                 (_, Verdict::Success) => "success",
                 (_, Verdict::Retryable) => "retryable",
@@ -365,6 +376,11 @@ fn json(event: &Event<'_>, elapsed: Duration) -> Vec<String> {
                 outcome: Some(outcome),
                 exit_code,
                 signal,
+                http_status: match status {
+                    Status::Http { code, .. } => Some(*code),
+                    _ => None,
+                },
+                retry_after_ms: status.retry_after().map(millis),
                 duration_ms: Some(millis(*duration)),
                 reason,
                 ..base("attempt")

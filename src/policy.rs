@@ -15,6 +15,9 @@ use crate::backoff::{DelayPolicy, Growth, Jitter};
 use crate::classify::{CodeSet, Rules};
 use crate::cli::{BackoffArg, Cli, JitterArg, LogFormatArg, NestedArg};
 
+mod http;
+pub use http::{Data, HttpOptions, IdempotencyKey, parse_statuses};
+
 /// A usage error: printed as one line, exit status 2.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UsageError(pub String);
@@ -41,7 +44,9 @@ const LIST_FORM: &str = "exit codes and ranges from 0 to 255, such as 1,75,100-1
 pub enum Mode {
     /// Run COMMAND, retrying.
     Run { command: Vec<OsString> },
-    /// Print the schedule; COMMAND, if given, is only shown.
+    /// Probe a URL over HTTP(S), retrying.
+    Http { request: Box<HttpOptions> },
+    /// Print the schedule; COMMAND (or the HTTP request), if given, is only shown.
     DryRun { command: Vec<OsString> },
 }
 
@@ -246,13 +251,44 @@ impl Config {
             max_attempts = Some(1);
         }
 
+        let http = http::from_args(cli.http)?;
+        if http.is_some() {
+            if !cli.command.is_empty() {
+                return Err(UsageError(
+                    "--http and COMMAND are mutually exclusive: give one or the other".to_string(),
+                ));
+            }
+            for (flag, given) in [
+                ("--retry-on", cli.retry_on.is_some()),
+                ("--stop-on", cli.stop_on.is_some()),
+                ("--success-on", cli.success_on.is_some()),
+            ] {
+                if given {
+                    return Err(UsageError(format!(
+                        "{flag} applies to exit codes of a COMMAND: with --http use --expect or --retry-status"
+                    )));
+                }
+            }
+        }
+        let (http_request, http_rules) = match http {
+            Some((request, rules)) => (Some(request), rules),
+            None => (None, crate::classify::HttpRules::default()),
+        };
+
         let mode = if cli.dry_run {
             Mode::DryRun {
-                command: cli.command,
+                command: match &http_request {
+                    Some(request) => request.display_words(),
+                    None => cli.command,
+                },
+            }
+        } else if let Some(request) = http_request {
+            Mode::Http {
+                request: Box::new(request),
             }
         } else if cli.command.is_empty() {
             return Err(UsageError(
-                "missing COMMAND: usage is 'retry [OPTIONS] -- COMMAND [ARG]...' or 'retry [OPTIONS] --dry-run'"
+                "missing COMMAND: usage is 'retry [OPTIONS] -- COMMAND [ARG]...', 'retry [OPTIONS] --http URL' or 'retry [OPTIONS] --dry-run'"
                     .to_string(),
             ));
         } else {
@@ -280,6 +316,7 @@ impl Config {
                     stop_on,
                     success_on,
                     retry_on_timeout: !cli.no_retry_on_timeout,
+                    http: http_rules,
                 },
             },
             process: ProcessOptions {

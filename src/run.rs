@@ -163,14 +163,33 @@ where
         }
         let step = backoff.next(rng);
         let now = clock.now();
-        let wake = now.checked_add(step.delay);
+        let retry_after = status.retry_after();
+        if let (Some(after), Some(deadline)) = (retry_after, deadline)
+            && now.checked_add(after).is_none_or(|at| at >= deadline)
+        {
+            report(log, None);
+            let reason = format!(
+                "the server's Retry-After ({}) points past --max-time ({} left)",
+                human(after),
+                human(deadline.saturating_duration_since(now))
+            );
+            return finish(End::Deadline, &reason, log, status);
+        }
+        // Retry-After is the earliest the server wants us back, so it is a
+        // floor that the jittered delay is added on top of, not a value to
+        // take the maximum with: clients told the same Retry-After whose own
+        // delays are shorter would all return at that instant, in one wave.
+        // Added, they spread over [after, after + ceiling] as the jitter kind
+        // spreads any other retry.
+        let delay = retry_after.map_or(step.delay, |after| after.saturating_add(step.delay));
+        let wake = now.checked_add(delay);
         if let Some(deadline) = deadline
             && wake.is_none_or(|w| w >= deadline)
         {
             report(log, None);
             let reason = format!(
                 "the next attempt would start after --max-time ({} from now, {} left)",
-                human(step.delay),
+                human(delay),
                 human(deadline.saturating_duration_since(now))
             );
             return finish(End::Deadline, &reason, log, status);
@@ -178,7 +197,7 @@ where
         report(
             log,
             Some(Wait {
-                delay: step.delay,
+                delay,
                 ceiling: step.ceiling,
                 jitter: policy.delay.jitter.name(),
             }),
@@ -398,5 +417,33 @@ mod tests {
         let (f, sleeps, _) = go(&policy(Some(2)), vec![t.clone(), t], Duration::ZERO);
         assert_eq!((f.exit_code, f.attempts), (124, 2));
         assert_eq!(sleeps.len(), 1);
+    }
+
+    fn told_to_wait(secs_: u64) -> Status {
+        Status::Http {
+            code: 429,
+            retry_after: Some(secs(secs_)),
+        }
+    }
+
+    #[test]
+    fn retry_after_is_a_floor_with_the_delay_on_top() {
+        let ok = Status::Http {
+            code: 200,
+            retry_after: None,
+        };
+        let (f, sleeps, _) = go(&policy(Some(3)), vec![told_to_wait(5), ok], Duration::ZERO);
+        assert_eq!((f.exit_code, f.attempts), (0, 2));
+        // No jitter in this policy: 5s from the server plus the 1s backoff.
+        assert_eq!(sleeps, vec![secs(6)]);
+    }
+
+    #[test]
+    fn retry_after_past_max_time_gives_up_at_once() {
+        let mut p = policy(Some(5));
+        p.max_time = Some(secs(30));
+        let (f, sleeps, _) = go(&p, vec![told_to_wait(60)], Duration::ZERO);
+        assert!(sleeps.is_empty());
+        assert_eq!((f.end, f.attempts, f.exit_code), (End::Deadline, 1, 22));
     }
 }

@@ -9,6 +9,7 @@ use std::time::Instant;
 use crate::classify::{Limit, Status};
 use crate::signals::Signals;
 
+pub mod http;
 pub mod process;
 
 /// What the loop tells an attempt about the try it is making.

@@ -1,0 +1,313 @@
+//! HTTP mode's classification: which responses are accepted, which failures
+//! are worth another request, and which are final.
+//!
+//! Pure, like the rest of `classify`. The attempt reports a status code or the
+//! kind of failure; these rules and the request method decide the verdict.
+
+use std::fmt;
+
+use super::{Limit, Rules, Status, Verdict};
+
+/// A set of HTTP status codes given as codes, ranges and classes
+/// (`429,500-599`, `5xx`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatusSet(Vec<(u16, u16)>);
+
+impl StatusSet {
+    pub fn new(ranges: Vec<(u16, u16)>) -> Self {
+        StatusSet(ranges)
+    }
+
+    pub fn contains(&self, code: u16) -> bool {
+        self.0.iter().any(|&(lo, hi)| lo <= code && code <= hi)
+    }
+
+    /// Any 2xx: what `--expect` accepts unless told otherwise.
+    pub fn success() -> Self {
+        StatusSet(vec![(200, 299)])
+    }
+
+    /// The statuses that say "try again later" rather than "this request is
+    /// wrong": timeout, rate limit, and the server-side failures a retry can
+    /// outlast. 501 (Not Implemented) and 505 will not change on retry.
+    pub fn retryable() -> Self {
+        StatusSet(vec![(408, 408), (429, 429), (500, 500), (502, 504)])
+    }
+
+    /// The first code present in both sets, if any.
+    pub fn first_overlap(&self, other: &StatusSet) -> Option<u16> {
+        let mut best: Option<u16> = None;
+        for &(a_lo, a_hi) in &self.0 {
+            for &(b_lo, b_hi) in &other.0 {
+                let lo = a_lo.max(b_lo);
+                if lo <= a_hi.min(b_hi) {
+                    best = Some(best.map_or(lo, |b| b.min(lo)));
+                }
+            }
+        }
+        best
+    }
+}
+
+/// How an HTTP exchange failed when no response arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetFailure {
+    /// The host name did not resolve.
+    Dns,
+    /// No connection: refused, unreachable. The request was never sent.
+    Connect,
+    /// The connection was not established within `--connect-timeout`.
+    ConnectTimeout,
+    /// The connection broke after the request may have been sent (reset,
+    /// closed before a complete response).
+    Lost,
+    /// `--timeout` or `--max-time` ran out while waiting for the response.
+    TimedOut(Limit),
+    /// TLS handshake or certificate failure.
+    Tls,
+    /// Anything else: a malformed response, too many redirects, a request
+    /// that could not be built. Retrying sends the same thing again.
+    Other,
+}
+
+impl NetFailure {
+    /// Whether the server may have received the request. Only then does
+    /// retrying a non-idempotent method risk doing the work twice.
+    pub fn request_may_have_arrived(self) -> bool {
+        matches!(
+            self,
+            NetFailure::Lost | NetFailure::TimedOut(_) | NetFailure::Other
+        )
+    }
+}
+
+impl fmt::Display for NetFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            NetFailure::Dns => "DNS failure",
+            NetFailure::Connect => "could not connect",
+            NetFailure::ConnectTimeout => "connect timed out by --connect-timeout",
+            NetFailure::Lost => "connection lost",
+            NetFailure::TimedOut(Limit::Attempt) => "timed out by --timeout",
+            NetFailure::TimedOut(Limit::Deadline) => "stopped at --max-time",
+            NetFailure::Tls => "TLS error",
+            NetFailure::Other => "request failed",
+        })
+    }
+}
+
+/// HTTP mode's classification rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpRules {
+    /// Accepted statuses (`--expect`).
+    pub expect: StatusSet,
+    /// Retryable statuses (`--retry-status`, or the default set).
+    pub retry_status: StatusSet,
+    /// Set to the method's name when it is not idempotent and neither
+    /// `--idempotency-key` nor `--retry-non-idempotent` was given: failures
+    /// after the request may have arrived are then not retried.
+    pub unsafe_method: Option<String>,
+}
+
+impl Default for HttpRules {
+    fn default() -> Self {
+        HttpRules {
+            expect: StatusSet::success(),
+            retry_status: StatusSet::retryable(),
+            unsafe_method: None,
+        }
+    }
+}
+
+/// The verdict before the method is taken into account.
+fn raw(status: &Status, rules: &Rules) -> Verdict {
+    match *status {
+        Status::Http { code, .. } if rules.http.expect.contains(code) => Verdict::Success,
+        Status::Http { code, .. } if rules.http.retry_status.contains(code) => Verdict::Retryable,
+        Status::Http { .. } => Verdict::Permanent,
+        Status::Net { failure, .. } => match failure {
+            NetFailure::Dns | NetFailure::Connect | NetFailure::Lost => Verdict::Retryable,
+            NetFailure::ConnectTimeout | NetFailure::TimedOut(Limit::Attempt) => {
+                if rules.retry_on_timeout {
+                    Verdict::Retryable
+                } else {
+                    Verdict::Permanent
+                }
+            }
+            // Past the overall deadline there is no time left to retry in.
+            NetFailure::TimedOut(Limit::Deadline) => Verdict::Permanent,
+            NetFailure::Tls | NetFailure::Other => Verdict::Permanent,
+        },
+        _ => Verdict::Permanent,
+    }
+}
+
+/// Whether a retryable failure is held back because repeating the request
+/// could repeat its effect.
+fn held_back(status: &Status, rules: &Rules) -> bool {
+    rules.http.unsafe_method.is_some()
+        && match status {
+            Status::Http { .. } => true,
+            Status::Net { failure, .. } => failure.request_may_have_arrived(),
+            _ => false,
+        }
+}
+
+/// Classify an HTTP attempt.
+pub fn classify(status: &Status, rules: &Rules) -> Verdict {
+    match raw(status, rules) {
+        Verdict::Retryable if held_back(status, rules) => Verdict::Permanent,
+        v => v,
+    }
+}
+
+/// Why an HTTP failure is permanent, for the give-up line.
+pub fn explain(status: &Status, rules: &Rules) -> String {
+    if raw(status, rules) == Verdict::Retryable
+        && let Some(method) = &rules.http.unsafe_method
+    {
+        return format!(
+            "{status} would be retried, but {method} is not idempotent: \
+             not retried without --idempotency-key or --retry-non-idempotent"
+        );
+    }
+    match status {
+        Status::Http { code, .. } if rules.http.expect != StatusSet::success() => {
+            format!("HTTP {code} is not in --expect and not retryable")
+        }
+        Status::Http { code, .. } => format!("HTTP {code} is not retryable"),
+        Status::Net {
+            failure: NetFailure::ConnectTimeout | NetFailure::TimedOut(Limit::Attempt),
+            ..
+        } => format!("{status}, and --no-retry-on-timeout is set"),
+        _ => format!("{status} is not retried"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn http(code: u16) -> Status {
+        Status::Http {
+            code,
+            retry_after: None,
+        }
+    }
+
+    fn net(failure: NetFailure) -> Status {
+        Status::Net {
+            failure,
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn default_statuses() {
+        let r = Rules::default();
+        for code in [200, 201, 204, 299] {
+            assert_eq!(classify(&http(code), &r), Verdict::Success, "{code}");
+        }
+        for code in [408, 429, 500, 502, 503, 504] {
+            assert_eq!(classify(&http(code), &r), Verdict::Retryable, "{code}");
+        }
+        for code in [301, 400, 401, 403, 404, 422, 501, 505] {
+            assert_eq!(classify(&http(code), &r), Verdict::Permanent, "{code}");
+        }
+    }
+
+    #[test]
+    fn default_failures() {
+        let r = Rules::default();
+        for f in [
+            NetFailure::Dns,
+            NetFailure::Connect,
+            NetFailure::ConnectTimeout,
+            NetFailure::Lost,
+            NetFailure::TimedOut(Limit::Attempt),
+        ] {
+            assert_eq!(classify(&net(f), &r), Verdict::Retryable, "{f}");
+        }
+        for f in [
+            NetFailure::Tls,
+            NetFailure::Other,
+            NetFailure::TimedOut(Limit::Deadline),
+        ] {
+            assert_eq!(classify(&net(f), &r), Verdict::Permanent, "{f}");
+        }
+        let no_timeouts = Rules {
+            retry_on_timeout: false,
+            ..Rules::default()
+        };
+        let t = net(NetFailure::TimedOut(Limit::Attempt));
+        assert_eq!(classify(&t, &no_timeouts), Verdict::Permanent);
+        assert!(explain(&t, &no_timeouts).contains("--no-retry-on-timeout"));
+    }
+
+    #[test]
+    fn expect_and_retry_status_replace_the_defaults() {
+        let r = Rules {
+            http: HttpRules {
+                expect: StatusSet::new(vec![(204, 204)]),
+                retry_status: StatusSet::new(vec![(404, 404), (500, 599)]),
+                unsafe_method: None,
+            },
+            ..Rules::default()
+        };
+        assert_eq!(classify(&http(204), &r), Verdict::Success);
+        assert_eq!(classify(&http(200), &r), Verdict::Permanent);
+        assert_eq!(classify(&http(404), &r), Verdict::Retryable);
+        assert_eq!(classify(&http(501), &r), Verdict::Retryable);
+        assert_eq!(classify(&http(429), &r), Verdict::Permanent);
+        assert!(explain(&http(200), &r).contains("--expect"));
+    }
+
+    #[test]
+    fn non_idempotent_methods_retry_only_what_never_arrived() {
+        let r = Rules {
+            http: HttpRules {
+                unsafe_method: Some("POST".into()),
+                ..HttpRules::default()
+            },
+            ..Rules::default()
+        };
+        assert_eq!(classify(&http(503), &r), Verdict::Permanent);
+        assert_eq!(
+            classify(&net(NetFailure::Lost), &r),
+            Verdict::Permanent,
+            "a reset after sending may have done the work"
+        );
+        assert_eq!(
+            classify(&net(NetFailure::TimedOut(Limit::Attempt)), &r),
+            Verdict::Permanent
+        );
+        // The request never left: repeating it cannot repeat its effect.
+        assert_eq!(classify(&net(NetFailure::Connect), &r), Verdict::Retryable);
+        assert_eq!(classify(&net(NetFailure::Dns), &r), Verdict::Retryable);
+        assert_eq!(
+            classify(&net(NetFailure::ConnectTimeout), &r),
+            Verdict::Retryable
+        );
+        assert_eq!(classify(&http(200), &r), Verdict::Success);
+        let why = explain(&http(503), &r);
+        assert!(why.contains("POST is not idempotent"), "{why}");
+        assert!(why.contains("--idempotency-key"), "{why}");
+        // A status that is permanent anyway is explained as such.
+        assert_eq!(explain(&http(404), &r), "HTTP 404 is not retryable");
+    }
+
+    #[test]
+    fn wording() {
+        let s = Status::Http {
+            code: 429,
+            retry_after: Some(std::time::Duration::from_millis(1500)),
+        };
+        assert_eq!(s.to_string(), "HTTP 429, Retry-After 1s 500ms");
+        assert_eq!(http(503).to_string(), "HTTP 503");
+        let n = Status::Net {
+            failure: NetFailure::Connect,
+            detail: "connection refused".into(),
+        };
+        assert_eq!(n.to_string(), "could not connect: connection refused");
+    }
+}

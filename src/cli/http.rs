@@ -1,0 +1,57 @@
+//! The flags of HTTP mode (`--http URL`), flattened into [`super::Cli`].
+//!
+//! Kept apart from the command-mode flags so each group reads as one unit.
+//! Like the rest of `cli`, values arrive as strings and `policy` validates
+//! them.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+#[derive(Debug, Args)]
+pub struct HttpArgs {
+    /// Probe URL over HTTP(S) instead of running a command
+    #[arg(long = "http", value_name = "URL", help_heading = "HTTP")]
+    pub url: Option<String>,
+
+    /// Request method [default: GET]
+    #[arg(short = 'X', long, value_name = "M", help_heading = "HTTP")]
+    pub method: Option<String>,
+
+    /// Request header 'Name: value' (repeatable)
+    #[arg(
+        short = 'H',
+        long = "header",
+        value_name = "'K: V'",
+        help_heading = "HTTP"
+    )]
+    pub headers: Vec<String>,
+
+    /// Request body: the string itself, or @FILE for a file's contents
+    #[arg(short = 'd', long, value_name = "STR|@FILE", help_heading = "HTTP")]
+    pub data: Option<String>,
+
+    /// Time limit for establishing each connection
+    #[arg(long, value_name = "DUR", help_heading = "HTTP")]
+    pub connect_timeout: Option<String>,
+
+    /// Write the accepted response's body to FILE instead of stdout
+    #[arg(short = 'o', long, value_name = "FILE", help_heading = "HTTP")]
+    pub output: Option<PathBuf>,
+
+    /// Statuses that count as success (e.g. 200,204 or 2xx) [default: 2xx]
+    #[arg(long, value_name = "LIST", help_heading = "HTTP")]
+    pub expect: Option<String>,
+
+    /// Statuses worth retrying, replacing the default 408,429,500,502-504
+    #[arg(long, value_name = "LIST", help_heading = "HTTP")]
+    pub retry_status: Option<String>,
+
+    /// Send this Idempotency-Key on every attempt ('auto': a random UUID), so POST and PATCH may be retried
+    #[arg(long, value_name = "KEY|auto", help_heading = "HTTP")]
+    pub idempotency_key: Option<String>,
+
+    /// Retry POST and PATCH even without an idempotency key
+    #[arg(long, help_heading = "HTTP")]
+    pub retry_non_idempotent: bool,
+}

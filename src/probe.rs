@@ -1,0 +1,116 @@
+//! HTTP mode's wiring: from the validated `--http` request to an exit status.
+//!
+//! Reads `--data @FILE`, builds the one client of the run, drives the same
+//! retry loop as command mode, and delivers the accepted response's body to
+//! stdout or `--output`. The body is written only once the run has succeeded,
+//! so stdout never carries a failed or partial response.
+
+use std::io::Write;
+use std::time::Instant;
+
+use rand::rngs::StdRng;
+
+use crate::attempt::http::HttpAttempt;
+use crate::exit;
+use crate::log::Event;
+use crate::policy::{Config, Data, HttpOptions};
+use crate::run;
+use crate::signals::Signals;
+
+pub fn main(
+    config: &Config,
+    request: &HttpOptions,
+    started: Instant,
+    seed: u64,
+    rng: &mut StdRng,
+) -> u8 {
+    let mut log = match crate::open_log(config, started) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    let body = match &request.data {
+        None => None,
+        Some(Data::Inline(b)) => Some(b.clone()),
+        Some(Data::File(path)) => {
+            let read = if path.as_os_str() == "-" {
+                let mut buf = Vec::new();
+                std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut buf).map(|_| buf)
+            } else {
+                std::fs::read(path)
+            };
+            match read {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    log.error(&format!(
+                        "cannot read --data @{}: {e}; expected @FILE naming a readable file",
+                        path.display()
+                    ));
+                    return exit::USAGE;
+                }
+            }
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            log.error(&format!("cannot start: {e}"));
+            return exit::INTERNAL;
+        }
+    };
+    runtime.block_on(async {
+        let mut signals = match Signals::install() {
+            Ok(s) => s,
+            Err(e) => {
+                log.error(&format!("cannot install signal handlers: {e}"));
+                return exit::INTERNAL;
+            }
+        };
+        if config.warn_nested {
+            crate::warn_nested(&mut log, config);
+        }
+        let mut attempt = match HttpAttempt::new(request, body) {
+            Ok(a) => a,
+            Err(e) => {
+                log.error(&e);
+                return exit::INTERNAL;
+            }
+        };
+        log.emit(&Event::Start {
+            command: &request.display_words(),
+            max: config.policy.max_attempts,
+            seed,
+        });
+        let finish = run::run(
+            &config.policy,
+            &mut attempt,
+            &run::TokioClock,
+            rng,
+            &mut signals,
+            &mut log,
+        )
+        .await;
+        if finish.exit_code != exit::SUCCESS {
+            return finish.exit_code;
+        }
+        let body = attempt.take_body().unwrap_or_default();
+        let written = match &request.output {
+            Some(path) => std::fs::write(path, &body).map_err(|e| (path.display().to_string(), e)),
+            None => {
+                let mut out = std::io::stdout().lock();
+                out.write_all(&body)
+                    .and_then(|()| out.flush())
+                    .map_err(|e| ("stdout".to_string(), e))
+            }
+        };
+        match written {
+            Ok(()) => exit::SUCCESS,
+            Err((to, e)) => {
+                log.error(&format!("cannot write the response body to {to}: {e}"));
+                exit::INTERNAL
+            }
+        }
+    })
+}
