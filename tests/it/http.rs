@@ -1,0 +1,504 @@
+//! HTTP mode end to end: the real binary against a scripted server on
+//! 127.0.0.1, counting the requests that arrive and what they carry.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime};
+
+use assert_cmd::cargo::cargo_bin_cmd;
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    path: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Seen {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// One scripted response.
+#[derive(Clone)]
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    /// Wait this long before answering (a slow endpoint).
+    delay: Duration,
+}
+
+fn reply(status: u16) -> Reply {
+    Reply {
+        status,
+        headers: Vec::new(),
+        body: Vec::new(),
+        delay: Duration::ZERO,
+    }
+}
+
+impl Reply {
+    fn header(mut self, k: &str, v: &str) -> Reply {
+        self.headers.push((k.to_string(), v.to_string()));
+        self
+    }
+    fn body(mut self, b: &str) -> Reply {
+        self.body = b.as_bytes().to_vec();
+        self
+    }
+    fn delay(mut self, d: Duration) -> Reply {
+        self.delay = d;
+        self
+    }
+}
+
+/// A server on 127.0.0.1 that answers the n-th request with the n-th reply
+/// (the last one repeats) and records every request. One request per
+/// connection, so each attempt is visible as its own exchange.
+struct Server {
+    url: String,
+    seen: Arc<Mutex<Vec<Seen>>>,
+}
+
+impl Server {
+    fn start(replies: Vec<Reply>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::clone(&seen);
+        thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let log = Arc::clone(&log);
+                let replies = replies.clone();
+                // A thread per connection: a slow reply must not hold up
+                // the next attempt's connection.
+                thread::spawn(move || serve(stream, &log, &replies));
+            }
+        });
+        Server { url, seen }
+    }
+
+    fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().expect("lock").clone()
+    }
+
+    fn hits(&self) -> usize {
+        self.seen.lock().expect("lock").len()
+    }
+
+    /// The count once `n` requests arrived, or after 5 s: a request the
+    /// client gave up on may still be on its way through the server thread.
+    fn hits_at_least(&self, n: usize) -> usize {
+        let until = Instant::now() + Duration::from_secs(5);
+        while self.hits() < n && Instant::now() < until {
+            thread::sleep(Duration::from_millis(10));
+        }
+        self.hits()
+    }
+}
+
+fn serve(stream: TcpStream, log: &Mutex<Vec<Seen>>, replies: &[Reply]) {
+    let mut reader = BufReader::new(match stream.try_clone() {
+        Ok(s) => s,
+        Err(_) => return,
+    });
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return;
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_string();
+    let path = parts.next().unwrap_or_default().to_string();
+    let mut headers = Vec::new();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).unwrap_or(0) == 0 || h == "\r\n" {
+            break;
+        }
+        if let Some((k, v)) = h.trim_end().split_once(':') {
+            headers.push((k.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    let len = headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; len];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let n = {
+        let mut seen = log.lock().expect("lock");
+        seen.push(Seen {
+            method,
+            path,
+            headers,
+            body,
+        });
+        seen.len()
+    };
+    let r = &replies[(n - 1).min(replies.len() - 1)];
+    thread::sleep(r.delay);
+    let mut out = format!(
+        "HTTP/1.1 {} X\r\nContent-Length: {}\r\nConnection: close\r\n",
+        r.status,
+        r.body.len()
+    );
+    for (k, v) in &r.headers {
+        out.push_str(&format!("{k}: {v}\r\n"));
+    }
+    out.push_str("\r\n");
+    let mut stream = stream;
+    let _ = stream.write_all(out.as_bytes());
+    let _ = stream.write_all(&r.body);
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    took: Duration,
+}
+
+fn retry(args: &[&str]) -> Run {
+    let started = Instant::now();
+    let out = cargo_bin_cmd!("retry")
+        .args(args)
+        // A proxy from the environment must not intercept loopback tests.
+        .env("NO_PROXY", "127.0.0.1")
+        .env_remove("http_proxy")
+        .env_remove("HTTP_PROXY")
+        .env_remove("ALL_PROXY")
+        .env_remove("all_proxy")
+        .output()
+        .expect("run retry");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        took: started.elapsed(),
+    }
+}
+
+#[test]
+fn a_503_then_a_200_succeeds_on_the_second_request() {
+    let s = Server::start(vec![reply(503), reply(200).body("all good")]);
+    let r = retry(&["--http", &s.url, "-b", "10ms"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "all good");
+    assert_eq!(s.hits(), 2);
+    assert!(r.stderr.contains("HTTP 503"), "{}", r.stderr);
+}
+
+#[test]
+fn a_404_is_permanent_after_one_request() {
+    let s = Server::start(vec![reply(404).body("not here")]);
+    let r = retry(&["--http", &format!("{}/missing", s.url), "-b", "10ms"]);
+    assert_eq!(r.code, 22, "{}", r.stderr);
+    assert_eq!(s.hits(), 1);
+    assert_eq!(s.seen()[0].path, "/missing");
+    // As curl --fail: a failed response's body does not reach stdout.
+    assert_eq!(r.stdout, "");
+    assert!(
+        r.stderr.contains("HTTP 404 is not retryable"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn retry_after_seconds_is_waited_for_and_logged() {
+    let s = Server::start(vec![
+        reply(429).header("Retry-After", "1"),
+        reply(200).body("ok"),
+    ]);
+    let r = retry(&[
+        "--http",
+        &s.url,
+        "-b",
+        "10ms",
+        "-c",
+        "10ms",
+        "--log-format",
+        "json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(s.hits(), 2);
+    assert!(r.took >= Duration::from_secs(1), "took {:?}", r.took);
+    let attempt: serde_json::Value = r
+        .stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["event"] == "attempt" && v["outcome"] == "retryable")
+        .expect("a retryable attempt event");
+    assert_eq!(attempt["http_status"], 429);
+    assert_eq!(attempt["retry_after_ms"], 1000.0);
+}
+
+#[test]
+fn retry_after_as_an_http_date_is_waited_for() {
+    // Whole seconds only: three from now is a wait of more than two.
+    let at = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(3));
+    let s = Server::start(vec![
+        reply(503).header("Retry-After", &at),
+        reply(200).body("ok"),
+    ]);
+    let r = retry(&["--http", &s.url, "-b", "10ms", "-c", "10ms"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(s.hits(), 2);
+    assert!(r.took >= Duration::from_millis(1900), "took {:?}", r.took);
+    assert!(r.stderr.contains("Retry-After"), "{}", r.stderr);
+}
+
+#[test]
+fn retry_after_past_max_time_gives_up_at_once() {
+    let s = Server::start(vec![reply(503).header("Retry-After", "120")]);
+    let r = retry(&["--http", &s.url, "--max-time", "10s"]);
+    assert_eq!(r.code, 22, "{}", r.stderr);
+    assert_eq!(s.hits(), 1);
+    assert!(r.took < Duration::from_secs(5), "took {:?}", r.took);
+    assert!(
+        r.stderr.contains("Retry-After (2m) points past --max-time"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn post_is_not_retried_without_a_key() {
+    let s = Server::start(vec![reply(503), reply(200)]);
+    let r = retry(&["--http", &s.url, "-d", "order=1", "-b", "10ms"]);
+    assert_eq!(r.code, 22, "{}", r.stderr);
+    assert_eq!(s.hits(), 1);
+    let seen = s.seen();
+    assert_eq!(seen[0].method, "POST");
+    assert_eq!(seen[0].body, b"order=1");
+    assert!(r.stderr.contains("POST is not idempotent"), "{}", r.stderr);
+}
+
+#[test]
+fn idempotency_key_auto_sends_one_key_on_every_attempt() {
+    let s = Server::start(vec![reply(503), reply(502), reply(201).body("made")]);
+    let r = retry(&[
+        "--http",
+        &s.url,
+        "-X",
+        "POST",
+        "-d",
+        "{\"n\":1}",
+        "--idempotency-key",
+        "auto",
+        "-b",
+        "10ms",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "made");
+    let seen = s.seen();
+    assert_eq!(seen.len(), 3);
+    let keys: Vec<&str> = seen
+        .iter()
+        .map(|x| x.header("Idempotency-Key").expect("key sent"))
+        .collect();
+    assert!(keys.iter().all(|k| *k == keys[0]), "{keys:?}");
+    // A UUID v4: 8-4-4-4-12 hex digits, version nibble 4.
+    assert_eq!(keys[0].len(), 36, "{}", keys[0]);
+    assert_eq!(keys[0].as_bytes()[14], b'4', "{}", keys[0]);
+    assert!(seen.iter().all(|x| x.body == b"{\"n\":1}"));
+    // The key is not shown in logs.
+    assert!(!r.stderr.contains(keys[0]), "{}", r.stderr);
+}
+
+#[test]
+fn a_given_idempotency_key_is_sent_as_is() {
+    let s = Server::start(vec![reply(500), reply(200)]);
+    let r = retry(&[
+        "--http",
+        &s.url,
+        "-X",
+        "PATCH",
+        "--idempotency-key",
+        "order-42",
+        "-b",
+        "10ms",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let seen = s.seen();
+    assert_eq!(seen.len(), 2);
+    assert!(seen.iter().all(|x| x.method == "PATCH"));
+    assert!(
+        seen.iter()
+            .all(|x| x.header("Idempotency-Key") == Some("order-42"))
+    );
+}
+
+#[test]
+fn connection_refused_exits_7_after_every_attempt() {
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let url = format!("http://127.0.0.1:{port}/");
+    let r = retry(&["--http", &url, "-n", "3", "-b", "10ms"]);
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert!(r.stderr.contains("attempt 3/3 failed"), "{}", r.stderr);
+    assert!(r.stderr.contains("could not connect"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("giving up after 3 attempts"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_slow_endpoint_times_out_with_28() {
+    let s = Server::start(vec![reply(200).delay(Duration::from_secs(5))]);
+    let r = retry(&[
+        "--http",
+        &s.url,
+        "--timeout",
+        "200ms",
+        "-n",
+        "2",
+        "-b",
+        "10ms",
+    ]);
+    assert_eq!(r.code, 28, "{}", r.stderr);
+    assert!(r.took < Duration::from_secs(4), "took {:?}", r.took);
+    assert_eq!(s.hits_at_least(2), 2);
+    assert!(r.stderr.contains("timed out by --timeout"), "{}", r.stderr);
+}
+
+#[test]
+fn expect_204_accepts_only_204() {
+    let s = Server::start(vec![reply(204)]);
+    let r = retry(&["--http", &s.url, "--expect", "204", "-X", "DELETE"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(s.seen()[0].method, "DELETE");
+
+    let s = Server::start(vec![reply(200).body("surprise")]);
+    let r = retry(&["--http", &s.url, "--expect", "204", "-b", "10ms"]);
+    assert_eq!(r.code, 22, "{}", r.stderr);
+    assert_eq!(s.hits(), 1);
+    assert_eq!(r.stdout, "");
+    assert!(r.stderr.contains("not in --expect"), "{}", r.stderr);
+}
+
+#[test]
+fn retry_status_replaces_the_retryable_set() {
+    let s = Server::start(vec![reply(404), reply(200).body("there")]);
+    let r = retry(&["--http", &s.url, "--retry-status", "404,5xx", "-b", "10ms"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(s.hits(), 2);
+    let s = Server::start(vec![reply(503)]);
+    let r = retry(&["--http", &s.url, "--retry-status", "404", "-b", "10ms"]);
+    assert_eq!((r.code, s.hits()), (22, 1), "{}", r.stderr);
+}
+
+#[test]
+fn output_writes_the_body_to_a_file() {
+    let s = Server::start(vec![reply(500), reply(200).body("payload")]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("body.out");
+    let path = file.to_str().expect("utf-8 path");
+    let r = retry(&["--http", &s.url, "-o", path, "-b", "10ms"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "");
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), "payload");
+}
+
+#[test]
+fn secrets_are_masked_in_logs_but_sent_to_the_server() {
+    let s = Server::start(vec![reply(503), reply(200)]);
+    let url = format!("{}/x?token=t0ken-value&page=2", s.url);
+    let r = retry(&[
+        "--http",
+        &url,
+        "-H",
+        "Authorization: Bearer s3cret-bearer",
+        "-H",
+        "X-Api-Key: k3y-value",
+        "-H",
+        "Cookie: session=c00kie",
+        "-H",
+        "Accept: text/plain",
+        "-v",
+        "-b",
+        "10ms",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    for secret in ["s3cret-bearer", "k3y-value", "c00kie", "t0ken-value"] {
+        assert!(!r.stderr.contains(secret), "{secret} leaked: {}", r.stderr);
+    }
+    assert!(r.stderr.contains("authorization: ***"), "{}", r.stderr);
+    assert!(r.stderr.contains("accept: text/plain"), "{}", r.stderr);
+    assert!(r.stderr.contains("page=2"), "{}", r.stderr);
+    let seen = s.seen();
+    assert_eq!(
+        seen[0].header("Authorization"),
+        Some("Bearer s3cret-bearer")
+    );
+    assert_eq!(seen[1].header("X-Api-Key"), Some("k3y-value"));
+    assert_eq!(seen[0].path, "/x?token=t0ken-value&page=2");
+}
+
+#[test]
+fn data_from_a_file_is_sent() {
+    let s = Server::start(vec![reply(200)]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("body.json");
+    std::fs::write(&file, "{\"from\":\"file\"}").expect("write");
+    let data = format!("@{}", file.display());
+    let r = retry(&["--http", &s.url, "-X", "PUT", "-d", &data]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let seen = s.seen();
+    assert_eq!(seen[0].method, "PUT");
+    assert_eq!(seen[0].body, b"{\"from\":\"file\"}");
+
+    let missing = format!("@{}", dir.path().join("nope").display());
+    let r = retry(&["--http", &s.url, "-d", &missing]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--data"), "{}", r.stderr);
+    assert_eq!(s.hits(), 1);
+}
+
+#[test]
+fn http_and_a_command_are_a_usage_error() {
+    let r = retry(&["--http", "http://127.0.0.1:9/", "--", "true"]);
+    assert_eq!(r.code, 2);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("--http"), "{}", r.stderr);
+    let r = retry(&["--http", "gopher://127.0.0.1/"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("--http"), "{}", r.stderr);
+}
+
+#[test]
+fn dry_run_works_with_http() {
+    let r = retry(&[
+        "--http",
+        "http://127.0.0.1:9/health",
+        "-H",
+        "Authorization: Bearer zzz",
+        "--dry-run",
+        "--seed",
+        "1",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stdout.contains("GET http://127.0.0.1:9/health"),
+        "{}",
+        r.stdout
+    );
+    assert!(!r.stdout.contains("zzz"), "{}", r.stdout);
+}
