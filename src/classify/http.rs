@@ -175,6 +175,13 @@ pub fn explain(status: &Status, rules: &Rules) -> String {
         Status::Http { code, .. } if rules.http.expect != StatusSet::success() => {
             format!("HTTP {code} is not in --expect and not retryable")
         }
+        Status::Http {
+            code: code @ 300..=399,
+            ..
+        } => format!(
+            "HTTP {code} is a redirect that was not followed \
+             (an http:// URL is never redirected to https://: give the https:// URL)"
+        ),
         Status::Http { code, .. } => format!("HTTP {code} is not retryable"),
         Status::Net {
             failure: NetFailure::ConnectTimeout | NetFailure::TimedOut(Limit::Attempt),
@@ -294,6 +301,7 @@ mod tests {
         assert!(why.contains("--idempotency-key"), "{why}");
         // A status that is permanent anyway is explained as such.
         assert_eq!(explain(&http(404), &r), "HTTP 404 is not retryable");
+        assert!(explain(&http(301), &Rules::default()).contains("https://"));
     }
 
     #[test]

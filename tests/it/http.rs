@@ -502,3 +502,21 @@ fn dry_run_works_with_http() {
     );
     assert!(!r.stdout.contains("zzz"), "{}", r.stdout);
 }
+
+#[test]
+fn redirects_are_followed_but_never_from_http_to_https() {
+    let s = Server::start(vec![
+        reply(302).header("Location", "/moved"),
+        reply(200).body("here"),
+    ]);
+    let r = retry(&["--http", &s.url]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "here");
+    assert_eq!(s.seen()[1].path, "/moved");
+
+    // Never followed, so nothing is sent to port 1.
+    let s = Server::start(vec![reply(301).header("Location", "https://127.0.0.1:1/")]);
+    let r = retry(&["--http", &s.url, "-b", "10ms"]);
+    assert_eq!((r.code, s.hits()), (22, 1), "{}", r.stderr);
+    assert!(r.stderr.contains("give the https:// URL"), "{}", r.stderr);
+}
