@@ -269,6 +269,18 @@ impl Config {
                     )));
                 }
             }
+            for (flag, given) in [
+                ("--stop-signal", cli.stop_signal.is_some()),
+                ("--kill-after", cli.kill_after.is_some()),
+                ("--foreground", cli.foreground),
+                ("--replay-stdin", cli.replay_stdin),
+            ] {
+                if given {
+                    return Err(UsageError(format!(
+                        "{flag} applies to a COMMAND's processes, not to --http"
+                    )));
+                }
+            }
         }
         let (http_request, http_rules) = match http {
             Some((request, rules)) => (Some(request), rules),

@@ -35,6 +35,8 @@ struct Reply {
     body: Vec<u8>,
     /// Wait this long before answering (a slow endpoint).
     delay: Duration,
+    /// Close the connection without answering (a crashed backend).
+    hang_up: bool,
 }
 
 fn reply(status: u16) -> Reply {
@@ -43,6 +45,14 @@ fn reply(status: u16) -> Reply {
         headers: Vec::new(),
         body: Vec::new(),
         delay: Duration::ZERO,
+        hang_up: false,
+    }
+}
+
+fn hang_up() -> Reply {
+    Reply {
+        hang_up: true,
+        ..reply(0)
     }
 }
 
@@ -150,6 +160,9 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Seen>>, replies: &[Reply]) {
     };
     let r = &replies[(n - 1).min(replies.len() - 1)];
     thread::sleep(r.delay);
+    if r.hang_up {
+        return;
+    }
     let mut out = format!(
         "HTTP/1.1 {} X\r\nContent-Length: {}\r\nConnection: close\r\n",
         r.status,
@@ -361,6 +374,38 @@ fn connection_refused_exits_7_after_every_attempt() {
 }
 
 #[test]
+fn a_connection_closed_without_a_response_is_retried() {
+    let s = Server::start(vec![hang_up(), reply(200).body("back")]);
+    let r = retry(&["--http", &s.url, "-b", "10ms"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!((r.stdout.as_str(), s.hits()), ("back", 2));
+    assert!(r.stderr.contains("connection lost"), "{}", r.stderr);
+
+    // ... but not for a POST: the server may have done the work.
+    let s = Server::start(vec![hang_up(), reply(200)]);
+    let r = retry(&["--http", &s.url, "-d", "x", "-b", "10ms"]);
+    assert_eq!((r.code, s.hits()), (7, 1), "{}", r.stderr);
+    assert!(r.stderr.contains("POST is not idempotent"), "{}", r.stderr);
+}
+
+#[test]
+fn a_post_that_could_not_connect_is_retried() {
+    // Nothing was sent, so repeating it cannot repeat its effect.
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let url = format!("http://127.0.0.1:{port}/");
+    let r = retry(&["--http", &url, "-d", "x", "-n", "2", "-b", "10ms"]);
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("giving up after 2 attempts"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
 fn a_slow_endpoint_times_out_with_28() {
     let s = Server::start(vec![reply(200).delay(Duration::from_secs(5))]);
     let r = retry(&[
@@ -481,6 +526,9 @@ fn http_and_a_command_are_a_usage_error() {
     let r = retry(&["--http", "gopher://127.0.0.1/"]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("--http"), "{}", r.stderr);
+    let r = retry(&["--http", "http://127.0.0.1:9/", "--replay-stdin"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("--replay-stdin"), "{}", r.stderr);
 }
 
 #[test]
