@@ -43,7 +43,10 @@ pub struct Cli {
     pub max: Option<String>,
 
     /// No attempt limit (still bounded by --max-time)
-    #[arg(long, conflicts_with = "max", help_heading = "Policy")]
+    // No `conflicts_with = "max"`: clap would count RETRY_MAX from the
+    // environment as a conflict, but a flag must win over the environment.
+    // `main_entry` rejects --max and --forever given together on the command line.
+    #[arg(long, help_heading = "Policy")]
     pub forever: bool,
 
     /// How the delay ceiling grows: exponential, linear or fixed [default: exponential]
