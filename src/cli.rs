@@ -201,6 +201,22 @@ pub struct Cli {
     )]
     pub log_file: Option<PathBuf>,
 
+    /// Colour retry's own log prefix and outcome words [default: auto]
+    ///
+    /// auto colours only when stderr is a terminal, NO_COLOR is unset or empty
+    /// and TERM is not "dumb". COMMAND's output is never touched.
+    #[arg(long, value_name = "WHEN", help_heading = "Logging")]
+    pub color: Option<WhenArg>,
+
+    /// GitHub Actions annotations for failed attempts and giving up [default: auto]
+    ///
+    /// Each failed attempt also writes a ::warning:: line and giving up an
+    /// ::error:: line to stderr, where the runner turns them into annotations.
+    /// auto does so when GITHUB_ACTIONS=true, unless the JSON log goes to
+    /// stderr. Annotations follow -q and -qq like the log lines they mirror.
+    #[arg(long, value_name = "WHEN", help_heading = "Logging")]
+    pub ci_annotations: Option<WhenArg>,
+
     /// Print the delay schedule this policy produces and run nothing
     #[arg(long, help_heading = "Modes")]
     pub dry_run: bool,
@@ -230,6 +246,15 @@ pub enum JitterArg {
 pub enum NestedArg {
     Multiply,
     Single,
+}
+
+/// `auto|always|never`, shared by `--color` and `--ci-annotations`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WhenArg {
+    /// decide from the surroundings
+    Auto,
+    Always,
+    Never,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
