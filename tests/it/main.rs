@@ -2,4 +2,5 @@
 
 mod core;
 mod process;
+mod ship;
 mod util;
