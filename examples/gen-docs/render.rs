@@ -189,7 +189,7 @@ fn our_sections(cmd: &clap::Command) -> Roff {
             .map(|l| format!("--{l}"))
             .unwrap_or_else(|| arg.get_id().to_string());
         let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
-        let help = strip_default(&help);
+        let help = sentence_case(strip_default(&help));
         tagged(
             &mut r,
             bold(env.to_string_lossy()),
@@ -251,10 +251,8 @@ fn our_sections(cmd: &clap::Command) -> Roff {
     );
     example(
         &mut r,
-        "A cron job that retries for up to ten minutes, never retries a bad configuration (exit 78), and keeps a JSON log:",
-        &[
-            "*/30 * * * * retry --max-time 10m --stop-on 78 --log-format json --log-file /var/log/sync.jsonl -- /usr/local/bin/sync",
-        ],
+        "A cron job that retries for up to ten minutes, never retries a bad configuration (exit 78), and mails only the give-up line:",
+        &["*/30 * * * * retry --max-time 10m --stop-on 78 -q -- /usr/local/bin/sync"],
     );
     example(
         &mut r,
@@ -284,6 +282,19 @@ fn our_sections(cmd: &clap::Command) -> Roff {
         roman(" of the retry source distribution has more examples."),
     ]);
     r
+}
+
+/// "Attempts in total" reads as "attempts in total" after "As --max:"; an
+/// initialism such as "RNG" keeps its capitals.
+fn sentence_case(help: &str) -> String {
+    let mut chars = help.chars();
+    match (chars.next(), chars.next()) {
+        (Some(first), Some(second)) if second.is_lowercase() => first
+            .to_lowercase()
+            .chain(help[first.len_utf8()..].chars())
+            .collect(),
+        _ => help.to_string(),
+    }
 }
 
 /// The option's short help without its trailing "[default: ...]" note.
