@@ -2,7 +2,10 @@
 //! (`man/retry.1`) from the clap definition: `cargo run --example gen-docs`.
 //!
 //! A test (`ship::generated_files_are_fresh`) fails when the checked-in files
-//! differ from what this would write.
+//! differ from what this would write. A change to the CLI also changes the
+//! `-h`/`--help` snapshots in `tests/it/snapshots/`; those are reviewed, not
+//! regenerated blindly: `cargo insta review`, or
+//! `INSTA_UPDATE=always cargo test --test it ship::` and read the diff.
 
 mod render;
 
