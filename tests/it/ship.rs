@@ -124,6 +124,22 @@ fn man_page_has_the_documented_sections() {
     }
 }
 
+/// groff, warnings on, must accept the page without a word. Machines without
+/// groff skip this (`apt-get install groff-base` to run it).
+#[test]
+fn man_page_renders_without_groff_warnings() {
+    let Ok(out) = std::process::Command::new("groff")
+        .args(["-ww", "-man", "-Tutf8", "-z"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("man/retry.1"))
+        .output()
+    else {
+        eprintln!("groff not installed: man page rendering not checked");
+        return;
+    };
+    let warnings = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && warnings.is_empty(), "{warnings}");
+}
+
 // ---- help ------------------------------------------------------------------
 
 /// Help as a user sees it, at a fixed width: COLUMNS is what clap reads when
