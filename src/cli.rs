@@ -12,25 +12,57 @@ use clap::{ArgAction, Parser, ValueEnum};
 mod http;
 pub use http::HttpArgs;
 
+/// What `-h` prints after the options: where the rest is.
 const AFTER_HELP: &str = "\
-Examples:
-  retry -- curl -fsS https://example.com/health
-  retry --max 8 --base 500ms --cap 1m --jitter decorrelated -- ./deploy.sh
-  retry --timeout 30s --max-time 5m --stop-on 2,64-78 -- make test
-  retry --dry-run --max 6 --seed 7
+'retry --help' adds examples, exit status and environment; 'man retry' has it all.";
 
-Exit status: 0 on success; the last attempt's own code when giving up; 124 when
-the last attempt timed out; 126/127 when COMMAND cannot be run; 128+N when it
-died of signal N or retry was interrupted by signal N; 2 on a usage error; 125
-when retry itself failed.";
+/// What `--help` prints after the options.
+const AFTER_LONG_HELP: &str = "\
+Examples:
+  Wait for a service in a shell script:
+    retry --max 10 --cap 5s -- curl -fsS http://localhost:8080/health
+  A flaky CI step, each attempt limited to 10 minutes:
+    retry --max 3 --timeout 10m -- make integration-test
+  A cron job that gives up within five minutes and never retries a bad config (exit 78):
+    retry --max-time 5m --stop-on 78 -- /usr/local/bin/sync-mirror
+  Preview the delays a policy produces, without running anything:
+    retry --dry-run --max 6 --base 500ms --jitter decorrelated --seed 7
+
+Exit status:
+  0        success
+  N        gave up or failed permanently: the last attempt's own exit code
+  124      the last attempt was stopped by --timeout or --max-time
+  126/127  COMMAND cannot be executed / was not found (never retried)
+  128+N    the last attempt died of signal N, or retry was interrupted by it
+  2        usage error
+  75       a shared budget or circuit breaker refused the attempt
+  125      retry itself failed (e.g. cannot write its log file)
+  HTTP mode: 22 final status not accepted, 6 DNS failure, 7 cannot connect,
+  28 timed out, 35 TLS error
+
+Environment:
+  Options marked [env: NAME] may be set by environment variables; a flag on the
+  command line wins over the environment, and an empty variable counts as unset.
+  COMMAND receives RETRY_ATTEMPT, RETRY_MAX_ATTEMPTS, RETRY_PREVIOUS_EXIT and
+  RETRY_DEPTH. NO_COLOR turns colour off; GITHUB_ACTIONS=true turns on annotations.";
 
 /// Run a command and retry it on failure, with capped exponential backoff and jitter.
+///
+/// COMMAND runs directly (no shell). Exit 0 is success; any other exit is
+/// retried after a randomised, growing delay, except 126 and 127 (COMMAND
+/// cannot run) and codes named by --stop-on. The log goes to stderr; stdout
+/// belongs to COMMAND.
 #[derive(Debug, Parser)]
 #[command(
     name = "retry",
     version,
     about,
+    long_about,
     after_help = AFTER_HELP,
+    after_long_help = AFTER_LONG_HELP,
+    // Wide enough for the option table, narrow enough to read; help on a
+    // smaller terminal still wraps to fit.
+    max_term_width = 100,
     override_usage = "retry [OPTIONS] -- COMMAND [ARG]...\n       retry [OPTIONS] --http URL\n       retry [OPTIONS] --dry-run"
 )]
 pub struct Cli {
@@ -46,7 +78,10 @@ pub struct Cli {
     pub max: Option<String>,
 
     /// No attempt limit (still bounded by --max-time)
-    #[arg(long, conflicts_with = "max", help_heading = "Policy")]
+    // No `conflicts_with = "max"`: clap would count RETRY_MAX from the
+    // environment as a conflict, but a flag must win over the environment.
+    // `main_entry` rejects --max and --forever given together on the command line.
+    #[arg(long, help_heading = "Policy")]
     pub forever: bool,
 
     /// How the delay ceiling grows: exponential, linear or fixed [default: exponential]
@@ -204,6 +239,22 @@ pub struct Cli {
     #[command(flatten)]
     pub http: HttpArgs,
 
+    /// Colour retry's own log prefix and outcome words [default: auto]
+    ///
+    /// auto colours only when stderr is a terminal, NO_COLOR is unset or empty
+    /// and TERM is not "dumb". COMMAND's output is never touched.
+    #[arg(long, value_name = "WHEN", help_heading = "Logging")]
+    pub color: Option<WhenArg>,
+
+    /// GitHub Actions annotations for failed attempts and giving up [default: auto]
+    ///
+    /// Each failed attempt also writes a ::warning:: line and giving up an
+    /// ::error:: line to stderr, where the runner turns them into annotations.
+    /// auto does so when GITHUB_ACTIONS=true, unless the JSON log goes to
+    /// stderr. Annotations follow -q and -qq like the log lines they mirror.
+    #[arg(long, value_name = "WHEN", help_heading = "Logging")]
+    pub ci_annotations: Option<WhenArg>,
+
     /// Print the delay schedule this policy produces and run nothing
     #[arg(long, help_heading = "Modes")]
     pub dry_run: bool,
@@ -215,24 +266,43 @@ pub struct Cli {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BackoffArg {
+    /// base * multiplier^(k-1), capped
     Exponential,
+    /// base * k, capped
     Linear,
+    /// base every time
     Fixed,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum JitterArg {
+    /// exactly the ceiling
     None,
+    /// uniform between 0 and the ceiling
     Full,
+    /// half the ceiling plus uniform up to the other half
     Equal,
+    /// uniform between base and 3 * the previous delay, capped
     Decorrelated,
+    /// the ceiling plus uniform up to --jitter-max, capped
     Additive,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum NestedArg {
+    /// run every attempt (and warn once that attempts multiply)
     Multiply,
+    /// an inner retry runs COMMAND once
     Single,
+}
+
+/// `auto|always|never`, shared by `--color` and `--ci-annotations`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum WhenArg {
+    /// decide from the surroundings
+    Auto,
+    Always,
+    Never,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -22,7 +22,7 @@ pub mod signals;
 use std::io::Write;
 use std::time::Instant;
 
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches};
 use rand::SeedableRng;
 use rand::TryRng;
 use rand::rngs::{StdRng, SysRng};
@@ -34,7 +34,7 @@ use policy::{Config, Mode, Nesting};
 /// Run `retry` with the process's arguments; returns the exit status.
 pub fn main_entry() -> u8 {
     let started = Instant::now();
-    let cli = match cli::Cli::try_parse() {
+    let cli = match parse_args() {
         Ok(cli) => cli,
         Err(e) => return clap_error(&e),
     };
@@ -133,6 +133,31 @@ fn open_log(config: &Config, started: Instant) -> Result<Logger, u8> {
         Logger::stderr().error(&format!("cannot open log file {}: {e}", path.display()));
         exit::INTERNAL
     })
+}
+
+/// Parse the command line, with an empty configuration variable (say
+/// `RETRY_MAX=`) counting as unset, as shell scripts that pass through
+/// optional settings expect, rather than as an invalid value.
+fn parse_args() -> Result<cli::Cli, clap::Error> {
+    let mut command = cli::Cli::command().mut_args(|arg| {
+        let empty = arg
+            .get_env()
+            .and_then(std::env::var_os)
+            .is_some_and(|v| v.is_empty());
+        if empty { arg.env(None) } else { arg }
+    });
+    let matches = command.try_get_matches_from_mut(std::env::args_os())?;
+    // Only a --max on the command line contradicts --forever; RETRY_MAX from
+    // the environment yields to it (policy ignores the limit with --forever).
+    if matches.get_flag("forever")
+        && matches.value_source("max") == Some(clap::parser::ValueSource::CommandLine)
+    {
+        return Err(command.error(
+            clap::error::ErrorKind::ArgumentConflict,
+            "the argument '--forever' cannot be used with '--max <N>'",
+        ));
+    }
+    cli::Cli::from_arg_matches(&matches)
 }
 
 /// Help and version go to stdout with status 0; anything else is one line

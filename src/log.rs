@@ -4,15 +4,22 @@
 //! one `write_all` of a whole line, so lines from concurrent writers to the
 //! same file never interleave mid-line. stdout is never touched: it belongs to
 //! the child.
+//!
+//! Three extras depend on where the log is going, decided once when it opens
+//! ([`Surroundings`]): colour on the `retry:` prefix and outcome words, GitHub
+//! Actions annotations, and a countdown on a terminal during long waits.
 
 use std::ffi::OsString;
-use std::io::Write;
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant, SystemTime};
 
+use anstyle::{AnsiColor, Style};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 use serde::Serialize;
 
 use crate::classify::{NetFailure, Status, Verdict, round_ms};
-use crate::policy::{LogFormat, LogOptions};
+use crate::policy::{LogFormat, LogOptions, When};
 
 /// One planned wait before the next attempt.
 #[derive(Debug, Clone, Copy)]
@@ -84,12 +91,90 @@ pub enum Event<'a> {
     },
 }
 
+/// What the log can see of where it runs, read once when it opens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Surroundings {
+    pub stderr_is_terminal: bool,
+    /// NO_COLOR is set to something other than the empty string.
+    pub no_color: bool,
+    /// TERM=dumb: no colour, no cursor movement.
+    pub dumb_terminal: bool,
+    /// GITHUB_ACTIONS=true.
+    pub github_actions: bool,
+}
+
+impl Surroundings {
+    pub fn detect() -> Surroundings {
+        let var = |name| std::env::var_os(name);
+        Surroundings {
+            stderr_is_terminal: std::io::stderr().is_terminal(),
+            no_color: var("NO_COLOR").is_some_and(|v| !v.is_empty()),
+            dumb_terminal: var("TERM").is_some_and(|v| v == "dumb"),
+            github_actions: var("GITHUB_ACTIONS").is_some_and(|v| v == "true"),
+        }
+    }
+}
+
+/// The extras a run gets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Extras {
+    pub color: bool,
+    pub annotations: bool,
+    pub countdown: bool,
+}
+
+impl Extras {
+    /// Decide the extras from the options and the surroundings. `auto` colours
+    /// only a text log on a terminal that is not dumb, without NO_COLOR; an
+    /// explicit `--color always` wins over NO_COLOR, as no-color.org asks.
+    pub fn decide(opts: &LogOptions, s: &Surroundings) -> Extras {
+        let to_stderr = opts.file.is_none();
+        let text = opts.format == LogFormat::Text;
+        let terminal = to_stderr && s.stderr_is_terminal && !s.dumb_terminal;
+        Extras {
+            // Never in JSON: escapes would corrupt the strings.
+            color: text
+                && match opts.color {
+                    When::Always => true,
+                    When::Never => false,
+                    When::Auto => terminal && !s.no_color,
+                },
+            // A JSON stream on stderr stays pure JSON unless annotations are
+            // asked for explicitly.
+            annotations: match opts.annotations {
+                When::Always => true,
+                When::Never => false,
+                When::Auto => s.github_actions && (text || !to_stderr),
+            },
+            // A person is watching: text log on a real terminal, not -q.
+            countdown: terminal && text && opts.verbosity >= 0,
+        }
+    }
+}
+
+/// The countdown shown during one wait; dropping it erases it, so that the
+/// next line written to the terminal starts on a clean line.
+#[must_use = "the countdown disappears when dropped"]
+pub struct Countdown(Option<ProgressBar>);
+
+impl Drop for Countdown {
+    fn drop(&mut self) {
+        if let Some(bar) = self.0.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// Waits up to this long get no countdown: it would only flicker.
+const COUNTDOWN_MIN: Duration = Duration::from_secs(1);
+
 /// Renders events and writes them to stderr or the log file.
 pub struct Logger {
     format: LogFormat,
     verbosity: i8,
     sink: Box<dyn Write + Send>,
     started: Instant,
+    extras: Extras,
 }
 
 impl Logger {
@@ -109,6 +194,7 @@ impl Logger {
             verbosity: opts.verbosity,
             sink,
             started,
+            extras: Extras::decide(opts, &Surroundings::detect()),
         })
     }
 
@@ -119,6 +205,7 @@ impl Logger {
             verbosity: 0,
             sink: Box::new(std::io::stderr()),
             started: Instant::now(),
+            extras: Extras::default(),
         }
     }
 
@@ -131,7 +218,11 @@ impl Logger {
         match self.format {
             LogFormat::Text => {
                 if let Some(line) = text(event, elapsed) {
-                    out = line;
+                    out = if self.extras.color {
+                        paint(&line, event)
+                    } else {
+                        line
+                    };
                     out.push('\n');
                 }
             }
@@ -146,6 +237,45 @@ impl Logger {
             // A log that cannot be written must not change the run's outcome.
             let _ = self.sink.write_all(out.as_bytes());
         }
+        if self.extras.annotations
+            && let Some(line) = annotation(event, elapsed)
+        {
+            // The runner reads workflow commands from stderr as well as stdout
+            // (both streams go through the same command parser), so they need
+            // not touch stdout, which is the child's. They go to the real
+            // stderr even with --log-file: the file is not where GitHub looks.
+            let _ = std::io::stderr().write_all(line.as_bytes());
+        }
+    }
+
+    /// Show a countdown to the next attempt while waiting `wait`, on a
+    /// terminal only and only for waits over a second. Call it only while no
+    /// child runs, and drop the result before the next line is logged.
+    pub fn countdown(&self, wait: Duration, next_attempt: u32, max: Option<u32>) -> Countdown {
+        if !self.extras.countdown || wait <= COUNTDOWN_MIN {
+            return Countdown(None);
+        }
+        let left = move |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+            // Whole seconds, rounded up: "1s" until the wait is over.
+            let secs = wait.saturating_sub(state.elapsed()).as_secs_f64().ceil();
+            let _ = w.write_str(&human(Duration::from_secs(secs as u64)));
+        };
+        let Ok(style) = ProgressStyle::with_template("{prefix} attempt {msg} starts in {left}")
+        else {
+            return Countdown(None);
+        };
+        let prefix = if self.extras.color {
+            paint_word("retry:", PREFIX)
+        } else {
+            "retry:".to_string()
+        };
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+            .with_style(style.with_key("left", left))
+            .with_prefix(prefix)
+            .with_message(of_max(next_attempt, max));
+        // A thread redraws it, so the wait itself stays a plain timer.
+        bar.enable_steady_tick(Duration::from_millis(250));
+        Countdown(Some(bar))
     }
 
     /// A plain error line, `retry: MESSAGE`, whatever the format and verbosity.
@@ -173,6 +303,75 @@ impl Logger {
             Event::Warning { .. } => v >= 0,
         }
     }
+}
+
+const PREFIX: Style = Style::new().bold();
+const GOOD: Style = AnsiColor::Green.on_default();
+const BAD: Style = AnsiColor::Red.on_default().bold();
+const WARN: Style = AnsiColor::Yellow.on_default();
+
+fn paint_word(word: &str, style: Style) -> String {
+    format!("{style}{word}{style:#}")
+}
+
+/// Colour a text line: its `retry:` prefix and the first outcome word. The
+/// words are retry's own; nothing the child printed passes through here.
+fn paint(line: &str, event: &Event<'_>) -> String {
+    let word = match event {
+        Event::Attempt {
+            verdict: Verdict::Success,
+            ..
+        } => Some(("succeeded", GOOD)),
+        Event::Attempt { .. } => Some(("failed", WARN)),
+        Event::Done {
+            end: End::Success, ..
+        } => Some(("succeeded", GOOD)),
+        Event::Done {
+            end: End::Interrupted,
+            ..
+        } => Some(("interrupted", BAD)),
+        Event::Done { .. } => Some(("giving up", BAD)),
+        Event::Warning { .. } => Some(("warning:", WARN)),
+        _ => None,
+    };
+    let Some(rest) = line.strip_prefix("retry:") else {
+        return line.to_string();
+    };
+    let mut out = paint_word("retry:", PREFIX);
+    match word.and_then(|(w, style)| rest.find(w).map(|at| (at, w, style))) {
+        Some((at, w, style)) => {
+            out.push_str(&rest[..at]);
+            out.push_str(&paint_word(w, style));
+            out.push_str(&rest[at + w.len()..]);
+        }
+        None => out.push_str(rest),
+    }
+    out
+}
+
+/// The GitHub Actions workflow command for an event, if it gets one: a
+/// warning per failed attempt, an error on giving up. Its text is the plain
+/// text log line.
+fn annotation(event: &Event<'_>, elapsed: Duration) -> Option<String> {
+    let level = match event {
+        Event::Attempt { verdict, .. } if *verdict != Verdict::Success => "warning",
+        Event::Done { end, .. } if !matches!(end, End::Success | End::Interrupted) => "error",
+        _ => return None,
+    };
+    let line = text(event, elapsed)?;
+    let message = line.strip_prefix("retry: ").unwrap_or(&line);
+    let mut out = format!("::{level} title=retry::");
+    // Workflow-command data escapes, so a message cannot end the command early.
+    for c in message.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '\r' => out.push_str("%0D"),
+            '\n' => out.push_str("%0A"),
+            c => out.push(c),
+        }
+    }
+    let _ = writeln!(out);
+    Some(out)
 }
 
 /// A duration for people: whole milliseconds, `870ms`, `2s 312ms`, `1m 5s`.
@@ -458,6 +657,164 @@ mod tests {
         assert_eq!(s["attempt"], 3);
         assert_eq!(s["delay_ms"], 870.0);
         assert_eq!(s["ceiling_ms"], 2000.0);
+    }
+
+    fn opts(
+        format: LogFormat,
+        verbosity: i8,
+        file: bool,
+        color: When,
+        annotations: When,
+    ) -> LogOptions {
+        LogOptions {
+            format,
+            verbosity,
+            file: file.then(|| "log.txt".into()),
+            color,
+            annotations,
+        }
+    }
+
+    #[test]
+    fn extras_follow_the_surroundings() {
+        let tty = Surroundings {
+            stderr_is_terminal: true,
+            ..Surroundings::default()
+        };
+        let auto = opts(LogFormat::Text, 0, false, When::Auto, When::Auto);
+        let e = Extras::decide(&auto, &tty);
+        assert!(e.color && e.countdown && !e.annotations);
+        // Not a terminal: nothing.
+        assert_eq!(
+            Extras::decide(&auto, &Surroundings::default()),
+            Extras::default()
+        );
+        // NO_COLOR keeps the countdown, drops colour; --color always beats it.
+        let no_color = Surroundings {
+            no_color: true,
+            ..tty
+        };
+        let e = Extras::decide(&auto, &no_color);
+        assert!(!e.color && e.countdown);
+        let always = opts(LogFormat::Text, 0, false, When::Always, When::Auto);
+        assert!(Extras::decide(&always, &no_color).color);
+        // TERM=dumb: neither colour nor countdown.
+        let dumb = Surroundings {
+            dumb_terminal: true,
+            ..tty
+        };
+        assert_eq!(Extras::decide(&auto, &dumb), Extras::default());
+        // -q, JSON or a log file: no countdown; JSON never colours.
+        assert!(
+            !Extras::decide(
+                &opts(LogFormat::Text, -1, false, When::Auto, When::Auto),
+                &tty
+            )
+            .countdown
+        );
+        assert!(
+            !Extras::decide(
+                &opts(LogFormat::Text, 0, true, When::Auto, When::Auto),
+                &tty
+            )
+            .countdown
+        );
+        let json = opts(LogFormat::Json, 0, false, When::Always, When::Auto);
+        let e = Extras::decide(&json, &tty);
+        assert!(!e.color && !e.countdown);
+    }
+
+    #[test]
+    fn annotations_when_asked_or_in_github_actions() {
+        let gha = Surroundings {
+            github_actions: true,
+            ..Surroundings::default()
+        };
+        let text_auto = opts(LogFormat::Text, 0, false, When::Never, When::Auto);
+        assert!(Extras::decide(&text_auto, &gha).annotations);
+        assert!(!Extras::decide(&text_auto, &Surroundings::default()).annotations);
+        // A JSON stream on stderr stays pure unless asked; to a file it is fine.
+        assert!(
+            !Extras::decide(
+                &opts(LogFormat::Json, 0, false, When::Never, When::Auto),
+                &gha
+            )
+            .annotations
+        );
+        assert!(
+            Extras::decide(
+                &opts(LogFormat::Json, 0, true, When::Never, When::Auto),
+                &gha
+            )
+            .annotations
+        );
+        assert!(
+            Extras::decide(
+                &opts(LogFormat::Json, 0, false, When::Never, When::Always),
+                &gha
+            )
+            .annotations
+        );
+        assert!(
+            !Extras::decide(
+                &opts(LogFormat::Text, 0, false, When::Never, When::Never),
+                &gha
+            )
+            .annotations
+        );
+    }
+
+    #[test]
+    fn annotation_lines_are_escaped_workflow_commands() {
+        let status = Status::Exited(1);
+        let failed = Event::Attempt {
+            attempt: 1,
+            max: Some(3),
+            status: &status,
+            verdict: Verdict::Retryable,
+            duration: Duration::from_millis(5),
+            next: None,
+        };
+        assert_eq!(
+            annotation(&failed, Duration::ZERO).as_deref(),
+            Some("::warning title=retry::attempt 1/3 failed (exit 1) after 5ms\n")
+        );
+        let done = Event::Done {
+            end: End::Permanent,
+            attempts: 1,
+            max: Some(3),
+            exit_code: 2,
+            reason: "100% broken\nreally",
+        };
+        let line = annotation(&done, Duration::ZERO).expect("an error annotation");
+        assert!(line.starts_with("::error title=retry::giving up after 1 attempt"));
+        assert!(line.contains("100%25 broken%0Areally"));
+        assert_eq!(line.matches('\n').count(), 1);
+        let ok = Event::Done {
+            end: End::Success,
+            attempts: 2,
+            max: Some(3),
+            exit_code: 0,
+            reason: "",
+        };
+        assert_eq!(annotation(&ok, Duration::ZERO), None);
+    }
+
+    #[test]
+    fn paint_colours_only_the_prefix_and_outcome_word() {
+        let w = Event::Warning {
+            message: "failed twice",
+        };
+        let line = text(&w, Duration::ZERO).expect("line");
+        // Only the first outcome word: "failed" in the message stays plain.
+        assert_eq!(
+            paint(&line, &w),
+            format!(
+                "{} {} failed twice",
+                paint_word("retry:", PREFIX),
+                paint_word("warning:", WARN)
+            )
+        );
     }
 
     #[test]

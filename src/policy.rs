@@ -13,7 +13,7 @@ use nix::sys::signal::Signal;
 
 use crate::backoff::{DelayPolicy, Growth, Jitter};
 use crate::classify::{CodeSet, Rules};
-use crate::cli::{BackoffArg, Cli, JitterArg, LogFormatArg, NestedArg};
+use crate::cli::{BackoffArg, Cli, JitterArg, LogFormatArg, NestedArg, WhenArg};
 
 mod http;
 pub use http::{Data, HttpOptions, IdempotencyKey, parse_statuses};
@@ -98,12 +98,36 @@ pub enum LogFormat {
     Json,
 }
 
+/// `auto|always|never` for a feature whose `auto` depends on the surroundings
+/// (terminal, environment), which `log` inspects when it opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum When {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+impl From<WhenArg> for When {
+    fn from(w: WhenArg) -> When {
+        match w {
+            WhenArg::Auto => When::Auto,
+            WhenArg::Always => When::Always,
+            WhenArg::Never => When::Never,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogOptions {
     pub format: LogFormat,
     /// -2 (-qq: nothing), -1 (-q: final give-up only), 0 (default), 1+ (-v).
     pub verbosity: i8,
     pub file: Option<PathBuf>,
+    /// `--color`.
+    pub color: When,
+    /// `--ci-annotations`.
+    pub annotations: When,
 }
 
 /// Where this invocation sits inside other `retry` processes, read from the
@@ -349,6 +373,8 @@ impl Config {
                     cli.verbose.min(3) as i8
                 },
                 file: cli.log_file,
+                color: cli.color.map(When::from).unwrap_or_default(),
+                annotations: cli.ci_annotations.map(When::from).unwrap_or_default(),
             },
             nesting,
             warn_nested: nested && !nested_single,

@@ -207,11 +207,16 @@ where
         }
         // Far beyond any real delay: saturate instead of overflowing.
         let wake = wake.unwrap_or_else(|| now + Duration::from_secs(u32::MAX.into()));
-        tokio::select! {
-            () = clock.sleep_until(wake) => {}
-            sig = signals.next_interrupt() => {
-                return interrupted_in_wait(sig as i32, number, max, log);
-            }
+        // The countdown lives only while no child runs, and is erased before
+        // anything else is logged.
+        let countdown = log.countdown(step.delay, number.saturating_add(1), max);
+        let interrupt = tokio::select! {
+            () = clock.sleep_until(wake) => None,
+            sig = signals.next_interrupt() => Some(sig),
+        };
+        drop(countdown);
+        if let Some(sig) = interrupt {
+            return interrupted_in_wait(sig as i32, number, max, log);
         }
     }
 }
@@ -253,7 +258,7 @@ fn earliest(a: Option<(Instant, Limit)>, b: Option<(Instant, Limit)>) -> Option<
 mod tests {
     use super::*;
     use crate::backoff::Jitter;
-    use crate::policy::{LogFormat, LogOptions};
+    use crate::policy::{LogFormat, LogOptions, When};
     use rand::SeedableRng;
     use rand::rngs::StdRng;
     use std::cell::{Cell, RefCell};
@@ -306,6 +311,8 @@ mod tests {
             format: LogFormat::Text,
             verbosity: -2,
             file: None,
+            color: When::Never,
+            annotations: When::Never,
         };
         Logger::open(&opts, Instant::now()).expect("stderr logger")
     }

@@ -3,4 +3,5 @@
 mod core;
 mod http;
 mod process;
+mod ship;
 mod util;

@@ -1,0 +1,85 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'retry'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'retry' {
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Attempts in total, the first included (N >= 1)')
+            [CompletionResult]::new('--max', '--max', [CompletionResultType]::ParameterName, 'Attempts in total, the first included (N >= 1)')
+            [CompletionResult]::new('--backoff', '--backoff', [CompletionResultType]::ParameterName, 'How the delay ceiling grows: exponential, linear or fixed [default: exponential]')
+            [CompletionResult]::new('-b', '-b', [CompletionResultType]::ParameterName, 'First delay ceiling [default: 1s]')
+            [CompletionResult]::new('--base', '--base', [CompletionResultType]::ParameterName, 'First delay ceiling [default: 1s]')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Largest single delay [default: 30s]')
+            [CompletionResult]::new('--cap', '--cap', [CompletionResultType]::ParameterName, 'Largest single delay [default: 30s]')
+            [CompletionResult]::new('-m', '-m', [CompletionResultType]::ParameterName, 'Exponential growth factor, X >= 1 [default: 2]')
+            [CompletionResult]::new('--multiplier', '--multiplier', [CompletionResultType]::ParameterName, 'Exponential growth factor, X >= 1 [default: 2]')
+            [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Randomisation of each delay [default: full]')
+            [CompletionResult]::new('--jitter', '--jitter', [CompletionResultType]::ParameterName, 'Randomisation of each delay [default: full]')
+            [CompletionResult]::new('--jitter-max', '--jitter-max', [CompletionResultType]::ParameterName, 'Largest random addition for --jitter additive [default: 1s]')
+            [CompletionResult]::new('--max-time', '--max-time', [CompletionResultType]::ParameterName, 'Overall deadline from start: no sleep or attempt runs past it')
+            [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Per-attempt time limit; the attempt''s process group is then stopped')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Per-attempt time limit; the attempt''s process group is then stopped')
+            [CompletionResult]::new('--reset-after', '--reset-after', [CompletionResultType]::ParameterName, 'An attempt that ran at least DUR before failing resets the backoff')
+            [CompletionResult]::new('--seed', '--seed', [CompletionResultType]::ParameterName, 'Seed for the jitter RNG, for a reproducible schedule [default: from the OS]')
+            [CompletionResult]::new('--retry-on', '--retry-on', [CompletionResultType]::ParameterName, 'Only these exit codes are retryable (e.g. 1,75,100-110)')
+            [CompletionResult]::new('--stop-on', '--stop-on', [CompletionResultType]::ParameterName, 'These exit codes are permanent failures: stop at once')
+            [CompletionResult]::new('--success-on', '--success-on', [CompletionResultType]::ParameterName, 'These exit codes count as success')
+            [CompletionResult]::new('--stop-signal', '--stop-signal', [CompletionResultType]::ParameterName, 'Signal sent to the attempt''s process group on timeout [default: TERM]')
+            [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Grace period after the stop signal before KILL [default: 5s]')
+            [CompletionResult]::new('--kill-after', '--kill-after', [CompletionResultType]::ParameterName, 'Grace period after the stop signal before KILL [default: 5s]')
+            [CompletionResult]::new('--nested', '--nested', [CompletionResultType]::ParameterName, 'Inside another retry: multiply attempts (warn), or run COMMAND once')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log line format [default: text]')
+            [CompletionResult]::new('--log-file', '--log-file', [CompletionResultType]::ParameterName, 'Append the log to PATH instead of stderr')
+            [CompletionResult]::new('--http', '--http', [CompletionResultType]::ParameterName, 'Probe URL over HTTP(S) instead of running a command')
+            [CompletionResult]::new('-X', '-X ', [CompletionResultType]::ParameterName, 'Request method [default: GET, or POST with --data]')
+            [CompletionResult]::new('--method', '--method', [CompletionResultType]::ParameterName, 'Request method [default: GET, or POST with --data]')
+            [CompletionResult]::new('-H', '-H ', [CompletionResultType]::ParameterName, 'Request header ''Name: value'' (repeatable)')
+            [CompletionResult]::new('--header', '--header', [CompletionResultType]::ParameterName, 'Request header ''Name: value'' (repeatable)')
+            [CompletionResult]::new('-d', '-d', [CompletionResultType]::ParameterName, 'Request body: the string itself, or @FILE for a file''s contents')
+            [CompletionResult]::new('--data', '--data', [CompletionResultType]::ParameterName, 'Request body: the string itself, or @FILE for a file''s contents')
+            [CompletionResult]::new('--connect-timeout', '--connect-timeout', [CompletionResultType]::ParameterName, 'Time limit for establishing each connection')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Write the accepted response''s body to FILE instead of stdout')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Write the accepted response''s body to FILE instead of stdout')
+            [CompletionResult]::new('--expect', '--expect', [CompletionResultType]::ParameterName, 'Statuses that count as success (e.g. 200,204 or 2xx) [default: 2xx]')
+            [CompletionResult]::new('--retry-status', '--retry-status', [CompletionResultType]::ParameterName, 'Statuses worth retrying, replacing the default 408,429,500,502-504')
+            [CompletionResult]::new('--idempotency-key', '--idempotency-key', [CompletionResultType]::ParameterName, 'Send this Idempotency-Key on every attempt (''auto'': a random UUID), so POST and PATCH may be retried')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour retry''s own log prefix and outcome words [default: auto]')
+            [CompletionResult]::new('--ci-annotations', '--ci-annotations', [CompletionResultType]::ParameterName, 'GitHub Actions annotations for failed attempts and giving up [default: auto]')
+            [CompletionResult]::new('--forever', '--forever', [CompletionResultType]::ParameterName, 'No attempt limit (still bounded by --max-time)')
+            [CompletionResult]::new('--no-retry-on-timeout', '--no-retry-on-timeout', [CompletionResultType]::ParameterName, 'A timed-out attempt is a permanent failure')
+            [CompletionResult]::new('--foreground', '--foreground', [CompletionResultType]::ParameterName, 'Run COMMAND in retry''s own process group (for programs that read the terminal)')
+            [CompletionResult]::new('--replay-stdin', '--replay-stdin', [CompletionResultType]::ParameterName, 'Read stdin once and give every attempt the same bytes')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Fewer log lines: -q only the final give-up line, -qq nothing')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Fewer log lines: -q only the final give-up line, -qq nothing')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'More log lines: attempt starts and the command line')
+            [CompletionResult]::new('--verbose', '--verbose', [CompletionResultType]::ParameterName, 'More log lines: attempt starts and the command line')
+            [CompletionResult]::new('--retry-non-idempotent', '--retry-non-idempotent', [CompletionResultType]::ParameterName, 'Retry POST and PATCH even without an idempotency key')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the delay schedule this policy produces and run nothing')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

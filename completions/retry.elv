@@ -1,0 +1,79 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[retry] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'retry'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'retry'= {
+            cand -n 'Attempts in total, the first included (N >= 1)'
+            cand --max 'Attempts in total, the first included (N >= 1)'
+            cand --backoff 'How the delay ceiling grows: exponential, linear or fixed [default: exponential]'
+            cand -b 'First delay ceiling [default: 1s]'
+            cand --base 'First delay ceiling [default: 1s]'
+            cand -c 'Largest single delay [default: 30s]'
+            cand --cap 'Largest single delay [default: 30s]'
+            cand -m 'Exponential growth factor, X >= 1 [default: 2]'
+            cand --multiplier 'Exponential growth factor, X >= 1 [default: 2]'
+            cand -j 'Randomisation of each delay [default: full]'
+            cand --jitter 'Randomisation of each delay [default: full]'
+            cand --jitter-max 'Largest random addition for --jitter additive [default: 1s]'
+            cand --max-time 'Overall deadline from start: no sleep or attempt runs past it'
+            cand -t 'Per-attempt time limit; the attempt''s process group is then stopped'
+            cand --timeout 'Per-attempt time limit; the attempt''s process group is then stopped'
+            cand --reset-after 'An attempt that ran at least DUR before failing resets the backoff'
+            cand --seed 'Seed for the jitter RNG, for a reproducible schedule [default: from the OS]'
+            cand --retry-on 'Only these exit codes are retryable (e.g. 1,75,100-110)'
+            cand --stop-on 'These exit codes are permanent failures: stop at once'
+            cand --success-on 'These exit codes count as success'
+            cand --stop-signal 'Signal sent to the attempt''s process group on timeout [default: TERM]'
+            cand -k 'Grace period after the stop signal before KILL [default: 5s]'
+            cand --kill-after 'Grace period after the stop signal before KILL [default: 5s]'
+            cand --nested 'Inside another retry: multiply attempts (warn), or run COMMAND once'
+            cand --log-format 'Log line format [default: text]'
+            cand --log-file 'Append the log to PATH instead of stderr'
+            cand --http 'Probe URL over HTTP(S) instead of running a command'
+            cand -X 'Request method [default: GET, or POST with --data]'
+            cand --method 'Request method [default: GET, or POST with --data]'
+            cand -H 'Request header ''Name: value'' (repeatable)'
+            cand --header 'Request header ''Name: value'' (repeatable)'
+            cand -d 'Request body: the string itself, or @FILE for a file''s contents'
+            cand --data 'Request body: the string itself, or @FILE for a file''s contents'
+            cand --connect-timeout 'Time limit for establishing each connection'
+            cand -o 'Write the accepted response''s body to FILE instead of stdout'
+            cand --output 'Write the accepted response''s body to FILE instead of stdout'
+            cand --expect 'Statuses that count as success (e.g. 200,204 or 2xx) [default: 2xx]'
+            cand --retry-status 'Statuses worth retrying, replacing the default 408,429,500,502-504'
+            cand --idempotency-key 'Send this Idempotency-Key on every attempt (''auto'': a random UUID), so POST and PATCH may be retried'
+            cand --color 'Colour retry''s own log prefix and outcome words [default: auto]'
+            cand --ci-annotations 'GitHub Actions annotations for failed attempts and giving up [default: auto]'
+            cand --forever 'No attempt limit (still bounded by --max-time)'
+            cand --no-retry-on-timeout 'A timed-out attempt is a permanent failure'
+            cand --foreground 'Run COMMAND in retry''s own process group (for programs that read the terminal)'
+            cand --replay-stdin 'Read stdin once and give every attempt the same bytes'
+            cand -q 'Fewer log lines: -q only the final give-up line, -qq nothing'
+            cand --quiet 'Fewer log lines: -q only the final give-up line, -qq nothing'
+            cand -v 'More log lines: attempt starts and the command line'
+            cand --verbose 'More log lines: attempt starts and the command line'
+            cand --retry-non-idempotent 'Retry POST and PATCH even without an idempotency key'
+            cand --dry-run 'Print the delay schedule this policy produces and run nothing'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+    ]
+    $completions[$command]
+}

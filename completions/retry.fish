@@ -1,0 +1,52 @@
+complete -c retry -s n -l max -d 'Attempts in total, the first included (N >= 1)' -r
+complete -c retry -l backoff -d 'How the delay ceiling grows: exponential, linear or fixed [default: exponential]' -r -f -a "exponential\t'base * multiplier^(k-1), capped'
+linear\t'base * k, capped'
+fixed\t'base every time'"
+complete -c retry -s b -l base -d 'First delay ceiling [default: 1s]' -r
+complete -c retry -s c -l cap -d 'Largest single delay [default: 30s]' -r
+complete -c retry -s m -l multiplier -d 'Exponential growth factor, X >= 1 [default: 2]' -r
+complete -c retry -s j -l jitter -d 'Randomisation of each delay [default: full]' -r -f -a "none\t'exactly the ceiling'
+full\t'uniform between 0 and the ceiling'
+equal\t'half the ceiling plus uniform up to the other half'
+decorrelated\t'uniform between base and 3 * the previous delay, capped'
+additive\t'the ceiling plus uniform up to --jitter-max, capped'"
+complete -c retry -l jitter-max -d 'Largest random addition for --jitter additive [default: 1s]' -r
+complete -c retry -l max-time -d 'Overall deadline from start: no sleep or attempt runs past it' -r
+complete -c retry -s t -l timeout -d 'Per-attempt time limit; the attempt\'s process group is then stopped' -r
+complete -c retry -l reset-after -d 'An attempt that ran at least DUR before failing resets the backoff' -r
+complete -c retry -l seed -d 'Seed for the jitter RNG, for a reproducible schedule [default: from the OS]' -r
+complete -c retry -l retry-on -d 'Only these exit codes are retryable (e.g. 1,75,100-110)' -r
+complete -c retry -l stop-on -d 'These exit codes are permanent failures: stop at once' -r
+complete -c retry -l success-on -d 'These exit codes count as success' -r
+complete -c retry -l stop-signal -d 'Signal sent to the attempt\'s process group on timeout [default: TERM]' -r
+complete -c retry -s k -l kill-after -d 'Grace period after the stop signal before KILL [default: 5s]' -r
+complete -c retry -l nested -d 'Inside another retry: multiply attempts (warn), or run COMMAND once' -r -f -a "multiply\t'run every attempt (and warn once that attempts multiply)'
+single\t'an inner retry runs COMMAND once'"
+complete -c retry -l log-format -d 'Log line format [default: text]' -r -f -a "text\t''
+json\t''"
+complete -c retry -l log-file -d 'Append the log to PATH instead of stderr' -r -F
+complete -c retry -l http -d 'Probe URL over HTTP(S) instead of running a command' -r
+complete -c retry -s X -l method -d 'Request method [default: GET, or POST with --data]' -r
+complete -c retry -s H -l header -d 'Request header \'Name: value\' (repeatable)' -r
+complete -c retry -s d -l data -d 'Request body: the string itself, or @FILE for a file\'s contents' -r
+complete -c retry -l connect-timeout -d 'Time limit for establishing each connection' -r
+complete -c retry -s o -l output -d 'Write the accepted response\'s body to FILE instead of stdout' -r -F
+complete -c retry -l expect -d 'Statuses that count as success (e.g. 200,204 or 2xx) [default: 2xx]' -r
+complete -c retry -l retry-status -d 'Statuses worth retrying, replacing the default 408,429,500,502-504' -r
+complete -c retry -l idempotency-key -d 'Send this Idempotency-Key on every attempt (\'auto\': a random UUID), so POST and PATCH may be retried' -r
+complete -c retry -l color -d 'Colour retry\'s own log prefix and outcome words [default: auto]' -r -f -a "auto\t'decide from the surroundings'
+always\t''
+never\t''"
+complete -c retry -l ci-annotations -d 'GitHub Actions annotations for failed attempts and giving up [default: auto]' -r -f -a "auto\t'decide from the surroundings'
+always\t''
+never\t''"
+complete -c retry -l forever -d 'No attempt limit (still bounded by --max-time)'
+complete -c retry -l no-retry-on-timeout -d 'A timed-out attempt is a permanent failure'
+complete -c retry -l foreground -d 'Run COMMAND in retry\'s own process group (for programs that read the terminal)'
+complete -c retry -l replay-stdin -d 'Read stdin once and give every attempt the same bytes'
+complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the final give-up line, -qq nothing'
+complete -c retry -s v -l verbose -d 'More log lines: attempt starts and the command line'
+complete -c retry -l retry-non-idempotent -d 'Retry POST and PATCH even without an idempotency key'
+complete -c retry -l dry-run -d 'Print the delay schedule this policy produces and run nothing'
+complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c retry -s V -l version -d 'Print version'

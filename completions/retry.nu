@@ -1,0 +1,74 @@
+module completions {
+
+  def "nu-complete retry backoff" [] {
+    [ "exponential" "linear" "fixed" ]
+  }
+
+  def "nu-complete retry jitter" [] {
+    [ "none" "full" "equal" "decorrelated" "additive" ]
+  }
+
+  def "nu-complete retry nested" [] {
+    [ "multiply" "single" ]
+  }
+
+  def "nu-complete retry log_format" [] {
+    [ "text" "json" ]
+  }
+
+  def "nu-complete retry color" [] {
+    [ "auto" "always" "never" ]
+  }
+
+  def "nu-complete retry ci_annotations" [] {
+    [ "auto" "always" "never" ]
+  }
+
+  # Run a command and retry it with capped exponential backoff and jitter
+  export extern retry [
+    --max(-n): string         # Attempts in total, the first included (N >= 1)
+    --forever                 # No attempt limit (still bounded by --max-time)
+    --backoff: string@"nu-complete retry backoff" # How the delay ceiling grows: exponential, linear or fixed [default: exponential]
+    --base(-b): string        # First delay ceiling [default: 1s]
+    --cap(-c): string         # Largest single delay [default: 30s]
+    --multiplier(-m): string  # Exponential growth factor, X >= 1 [default: 2]
+    --jitter(-j): string@"nu-complete retry jitter" # Randomisation of each delay [default: full]
+    --jitter-max: string      # Largest random addition for --jitter additive [default: 1s]
+    --max-time: string        # Overall deadline from start: no sleep or attempt runs past it
+    --timeout(-t): string     # Per-attempt time limit; the attempt's process group is then stopped
+    --reset-after: string     # An attempt that ran at least DUR before failing resets the backoff
+    --seed: string            # Seed for the jitter RNG, for a reproducible schedule [default: from the OS]
+    --retry-on: string        # Only these exit codes are retryable (e.g. 1,75,100-110)
+    --stop-on: string         # These exit codes are permanent failures: stop at once
+    --success-on: string      # These exit codes count as success
+    --no-retry-on-timeout     # A timed-out attempt is a permanent failure
+    --stop-signal: string     # Signal sent to the attempt's process group on timeout [default: TERM]
+    --kill-after(-k): string  # Grace period after the stop signal before KILL [default: 5s]
+    --foreground              # Run COMMAND in retry's own process group (for programs that read the terminal)
+    --replay-stdin            # Read stdin once and give every attempt the same bytes
+    --nested: string@"nu-complete retry nested" # Inside another retry: multiply attempts (warn), or run COMMAND once
+    --quiet(-q)               # Fewer log lines: -q only the final give-up line, -qq nothing
+    --verbose(-v)             # More log lines: attempt starts and the command line
+    --log-format: string@"nu-complete retry log_format" # Log line format [default: text]
+    --log-file: path          # Append the log to PATH instead of stderr
+    --http: string            # Probe URL over HTTP(S) instead of running a command
+    --method(-X): string      # Request method [default: GET, or POST with --data]
+    --header(-H): string      # Request header 'Name: value' (repeatable)
+    --data(-d): string        # Request body: the string itself, or @FILE for a file's contents
+    --connect-timeout: string # Time limit for establishing each connection
+    --output(-o): path        # Write the accepted response's body to FILE instead of stdout
+    --expect: string          # Statuses that count as success (e.g. 200,204 or 2xx) [default: 2xx]
+    --retry-status: string    # Statuses worth retrying, replacing the default 408,429,500,502-504
+    --idempotency-key: string # Send this Idempotency-Key on every attempt ('auto': a random UUID), so POST and PATCH may be retried
+    --retry-non-idempotent    # Retry POST and PATCH even without an idempotency key
+    --color: string@"nu-complete retry color" # Colour retry's own log prefix and outcome words [default: auto]
+    --ci-annotations: string@"nu-complete retry ci_annotations" # GitHub Actions annotations for failed attempts and giving up [default: auto]
+    --dry-run                 # Print the delay schedule this policy produces and run nothing
+    --help(-h)                # Print help (see more with '--help')
+    --version(-V)             # Print version
+    ...command: string        # The command to run, and its arguments
+  ]
+
+}
+
+export use completions *

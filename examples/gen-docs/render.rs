@@ -1,0 +1,303 @@
+//! Renders the shell completions and the man page from the clap definition.
+//!
+//! Shared by the `gen-docs` example, which writes the files, and by the
+//! freshness test, which compares them with what is checked in. Everything
+//! that can come from the clap definition does (options, headings, the
+//! configuration variables), so a new flag needs no edit here: running
+//! [`REGENERATE`] is enough.
+
+use std::io::Write;
+
+use clap::CommandFactory;
+use clap_complete::{Generator, Shell};
+use roff::{Roff, bold, italic, roman};
+
+use retry_tool::cli::Cli;
+
+/// The command that rewrites every generated file; named in test failures.
+pub const REGENERATE: &str = "cargo run --example gen-docs";
+
+/// Every generated file: its path relative to the repository root, and its
+/// bytes.
+pub fn files() -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let name = "retry";
+    for shell in [
+        Shell::Bash,
+        Shell::Zsh,
+        Shell::Fish,
+        Shell::Elvish,
+        Shell::PowerShell,
+    ] {
+        out.push(completion(shell, name));
+    }
+    out.push(completion(clap_complete_nushell::Nushell, name));
+    out.push(("man/retry.1".to_string(), man_page()));
+    out
+}
+
+fn completion(shell: impl Generator, name: &str) -> (String, Vec<u8>) {
+    let path = format!("completions/{}", shell.file_name(name));
+    let mut buf = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), name, &mut buf);
+    (path, buf)
+}
+
+/// The man page: clap_mangen's NAME, SYNOPSIS, DESCRIPTION and OPTIONS
+/// (one subsection per help heading), then our own sections.
+fn man_page() -> Vec<u8> {
+    let cmd = Cli::command();
+    let man = clap_mangen::Man::new(cmd.clone()).manual("User Commands");
+    // Every rendered piece starts with the same preamble; keep the first only.
+    let preamble = Roff::new().render();
+    let mut page = String::new();
+    let mut piece = |render: &dyn Fn(&mut Vec<u8>) -> std::io::Result<()>| {
+        let mut buf = Vec::new();
+        render(&mut buf).expect("rendering to memory cannot fail");
+        let text = String::from_utf8(buf).expect("clap_mangen writes UTF-8");
+        let body = text.strip_prefix(&preamble).unwrap_or(&text).to_string();
+        if page.is_empty() {
+            page.push_str(&preamble);
+        }
+        page.push_str(&body);
+    };
+    piece(&|w| man.render_title(w));
+    piece(&|w| man.render_name_section(w));
+    piece(&|w| man.render_synopsis_section(w));
+    piece(&|w| man.render_description_section(w));
+    piece(&|w| {
+        let mut buf = Vec::new();
+        man.render_options_section(&mut buf)?;
+        let text = String::from_utf8(buf).expect("clap_mangen writes UTF-8");
+        w.write_all(headings_as_subsections(&text, &cmd).as_bytes())
+    });
+    piece(&|w| w.write_all(our_sections(&cmd).render().as_bytes()));
+    page.into_bytes()
+}
+
+/// clap_mangen makes each help heading a top-level section; under OPTIONS,
+/// as subsections, they read as the groups `--help` shows.
+fn headings_as_subsections(roff_text: &str, cmd: &clap::Command) -> String {
+    let headings: Vec<&str> = cmd
+        .get_arguments()
+        .filter_map(|a| a.get_help_heading())
+        .collect();
+    let mut out = String::new();
+    if !roff_text.contains(".SH OPTIONS") {
+        out.push_str(".SH OPTIONS\n");
+    }
+    for line in roff_text.lines() {
+        let heading = line
+            .strip_prefix(".SH ")
+            .and_then(|h| headings.iter().find(|name| name.to_uppercase() == h));
+        match heading {
+            Some(name) => out.push_str(&format!(".SS \"{name}\"\n")),
+            None => out.push_str(line),
+        }
+        if heading.is_none() {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn section(r: &mut Roff, name: &str) {
+    r.control("SH", [name]);
+}
+
+fn tagged(r: &mut Roff, tag: roff::Inline, body: &str) {
+    r.control("TP", []);
+    r.text([tag]);
+    r.text([roman(body)]);
+}
+
+fn para(r: &mut Roff, text: &str) {
+    r.control("PP", []);
+    r.text([roman(text)]);
+}
+
+fn example(r: &mut Roff, what: &str, lines: &[&str]) {
+    para(r, what);
+    r.control("RS", ["4"]);
+    r.control("nf", []);
+    for line in lines {
+        r.text([roman(*line)]);
+    }
+    r.control("fi", []);
+    r.control("RE", []);
+}
+
+fn our_sections(cmd: &clap::Command) -> Roff {
+    let mut r = Roff::new();
+
+    section(&mut r, "EXIT STATUS");
+    for (code, meaning) in [
+        ("0", "Success."),
+        (
+            "the last attempt's code",
+            "Command mode, gave up (attempts or --max-time exhausted) or failed permanently: the exit code of the last attempt.",
+        ),
+        (
+            "124",
+            "The last attempt was stopped by --timeout or --max-time.",
+        ),
+        (
+            "126, 127",
+            "COMMAND could not be executed, or was not found. Never retried.",
+        ),
+        (
+            "128+N",
+            "The last attempt died of signal N, not sent by retry.",
+        ),
+        (
+            "130, 143, 129",
+            "retry itself got SIGINT, SIGTERM or SIGHUP: it stopped the child (forwarding the signal), did not retry, and exits 128+N.",
+        ),
+        (
+            "2",
+            "Usage error: a bad flag or value, reported on one line naming the flag and the accepted form.",
+        ),
+        (
+            "125",
+            "retry's own failure, such as a log file it cannot write.",
+        ),
+        (
+            "75",
+            "A shared budget or circuit breaker refused the attempt (EX_TEMPFAIL).",
+        ),
+        (
+            "22",
+            "HTTP mode: the final status was not accepted (as curl --fail).",
+        ),
+        ("6", "HTTP mode: the host name could not be resolved."),
+        ("7", "HTTP mode: could not connect."),
+        ("28", "HTTP mode: timed out."),
+        ("35", "HTTP mode: TLS error."),
+    ] {
+        tagged(&mut r, bold(code), meaning);
+    }
+
+    section(&mut r, "ENVIRONMENT");
+    para(
+        &mut r,
+        "These variables set options. A flag on the command line wins over the variable; an empty variable counts as unset.",
+    );
+    for arg in cmd.get_arguments() {
+        let Some(env) = arg.get_env() else { continue };
+        let flag = arg
+            .get_long()
+            .map(|l| format!("--{l}"))
+            .unwrap_or_else(|| arg.get_id().to_string());
+        let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+        let help = sentence_case(strip_default(&help));
+        tagged(
+            &mut r,
+            bold(env.to_string_lossy()),
+            &format!("As {flag}: {help}."),
+        );
+    }
+    para(&mut r, "Also read:");
+    for (name, meaning) in [
+        (
+            "NO_COLOR",
+            "When set and not empty, --color auto does not colour. --color always still does.",
+        ),
+        (
+            "TERM",
+            "When dumb, neither colour nor the countdown is shown.",
+        ),
+        (
+            "GITHUB_ACTIONS",
+            "When true, --ci-annotations auto writes a ::warning:: line for each failed attempt and an ::error:: line on giving up, which GitHub Actions shows as annotations.",
+        ),
+    ] {
+        tagged(&mut r, bold(name), meaning);
+    }
+    para(&mut r, "Given to COMMAND:");
+    for (name, meaning) in [
+        ("RETRY_ATTEMPT", "The attempt number, from 1."),
+        (
+            "RETRY_MAX_ATTEMPTS",
+            "The attempt limit; empty with --forever.",
+        ),
+        (
+            "RETRY_PREVIOUS_EXIT",
+            "The previous attempt's exit status; empty on the first attempt.",
+        ),
+        (
+            "RETRY_DEPTH",
+            "How deeply retry invocations nest: 1 in a direct child. A retry that finds it set warns once that attempts multiply (see --nested).",
+        ),
+    ] {
+        tagged(&mut r, bold(name), meaning);
+    }
+
+    section(&mut r, "EXAMPLES");
+    example(
+        &mut r,
+        "In a shell script, wait for a database before migrating; give up after two minutes:",
+        &[
+            "retry --max-time 2m --cap 10s -- pg_isready -h db -q",
+            "./migrate.sh",
+        ],
+    );
+    example(
+        &mut r,
+        "A flaky GitHub Actions step; failed attempts show as warnings in the run summary:",
+        &[
+            "- name: Integration tests",
+            "  run: retry --max 3 --timeout 15m -- make integration-test",
+        ],
+    );
+    example(
+        &mut r,
+        "A cron job that retries for up to ten minutes, never retries a bad configuration (exit 78), and mails only the give-up line:",
+        &["*/30 * * * * retry --max-time 10m --stop-on 78 -q -- /usr/local/bin/sync"],
+    );
+    example(
+        &mut r,
+        "Wait until a service answers its health check over HTTP:",
+        &[
+            "retry --max-time 5m --cap 15s --http http://localhost:8080/healthz",
+            "retry --max-time 5m -- curl -fsS http://localhost:8080/healthz",
+        ],
+    );
+    example(
+        &mut r,
+        "See the delays a policy would produce, without running anything:",
+        &["retry --dry-run --max 8 --base 250ms --jitter decorrelated --seed 1"],
+    );
+
+    section(&mut r, "SEE ALSO");
+    r.text([
+        bold("curl"),
+        roman("(1), "),
+        bold("timeout"),
+        roman("(1), "),
+        bold("sleep"),
+        roman("(1), "),
+        bold("crontab"),
+        roman("(5). The "),
+        italic("README"),
+        roman(" of the retry source distribution has more examples."),
+    ]);
+    r
+}
+
+/// "Attempts in total" reads as "attempts in total" after "As --max:"; an
+/// initialism such as "RNG" keeps its capitals.
+fn sentence_case(help: &str) -> String {
+    let mut chars = help.chars();
+    match (chars.next(), chars.next()) {
+        (Some(first), Some(second)) if second.is_lowercase() => first
+            .to_lowercase()
+            .chain(help[first.len_utf8()..].chars())
+            .collect(),
+        _ => help.to_string(),
+    }
+}
+
+/// The option's short help without its trailing "[default: ...]" note.
+fn strip_default(help: &str) -> &str {
+    help.split(" [default:").next().unwrap_or(help).trim_end()
+}
