@@ -162,10 +162,6 @@ fn our_sections(cmd: &clap::Command) -> Roff {
             "retry's own failure, such as a log file it cannot write.",
         ),
         (
-            "75",
-            "A shared budget or circuit breaker refused the attempt (EX_TEMPFAIL).",
-        ),
-        (
             "22",
             "HTTP mode: the final status was not accepted (as curl --fail).",
         ),

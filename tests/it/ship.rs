@@ -115,7 +115,7 @@ fn man_page_has_the_documented_sections() {
         );
     }
     for code in [
-        "124", "125", "126, 127", "128+N", "2", "75", "22", "6", "7", "28", "35",
+        "124", "125", "126, 127", "128+N", "2", "22", "6", "7", "28", "35",
     ] {
         assert!(
             man.contains(&format!("\\fB{code}\\fR")),
