@@ -80,44 +80,67 @@ pub fn main_entry() -> u8 {
         StdinSource::Inherit
     };
 
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    let depth = config.nesting.outer_depth.saturating_add(1);
+    let process = config.process.clone();
+    let shown = command.clone();
+    match drive(&config, &mut log, &shown, seed, &mut rng, || {
+        Ok(ProcessAttempt::new(command, process, depth, stdin))
+    }) {
+        Ok((finish, _)) => finish.exit_code,
+        Err(code) => code,
+    }
+}
+
+/// Run the retry loop over the attempts `make` sets up, on a single-threaded
+/// runtime with retry's signal handlers installed. Returns how the run
+/// finished and the attempt runner (which may hold a result to deliver), or
+/// the exit status when retry itself could not start.
+fn drive<A, F>(
+    config: &Config,
+    log: &mut Logger,
+    shown: &[std::ffi::OsString],
+    seed: u64,
+    rng: &mut StdRng,
+    make: F,
+) -> Result<(run::Finish, A), u8>
+where
+    A: attempt::Attempt,
+    F: FnOnce() -> Result<A, String>,
+{
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
+        .map_err(|e| {
             log.error(&format!("cannot start: {e}"));
-            return exit::INTERNAL;
-        }
-    };
+            exit::INTERNAL
+        })?;
     runtime.block_on(async {
-        let mut signals = match signals::Signals::install() {
-            Ok(s) => s,
-            Err(e) => {
-                log.error(&format!("cannot install signal handlers: {e}"));
-                return exit::INTERNAL;
-            }
-        };
+        let mut signals = signals::Signals::install().map_err(|e| {
+            log.error(&format!("cannot install signal handlers: {e}"));
+            exit::INTERNAL
+        })?;
         if config.warn_nested {
-            warn_nested(&mut log, &config);
+            warn_nested(log, config);
         }
+        let mut attempt = make().map_err(|e| {
+            log.error(&e);
+            exit::INTERNAL
+        })?;
         log.emit(&Event::Start {
-            command: &command,
+            command: shown,
             max: config.policy.max_attempts,
             seed,
         });
-        let depth = config.nesting.outer_depth.saturating_add(1);
-        let mut attempt = ProcessAttempt::new(command, config.process.clone(), depth, stdin);
         let finish = run::run(
             &config.policy,
             &mut attempt,
             &run::TokioClock,
-            &mut rng,
+            rng,
             &mut signals,
-            &mut log,
+            log,
         )
         .await;
-        finish.exit_code
+        Ok((finish, attempt))
     })
 }
 

@@ -12,10 +12,7 @@ use rand::rngs::StdRng;
 
 use crate::attempt::http::HttpAttempt;
 use crate::exit;
-use crate::log::Event;
 use crate::policy::{Config, Data, HttpOptions};
-use crate::run;
-use crate::signals::Signals;
 
 pub fn main(
     config: &Config,
@@ -50,67 +47,31 @@ pub fn main(
             }
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            log.error(&format!("cannot start: {e}"));
-            return exit::INTERNAL;
+    let shown = request.display_words();
+    let (finish, mut attempt) = match crate::drive(config, &mut log, &shown, seed, rng, || {
+        HttpAttempt::new(request, body)
+    }) {
+        Ok(done) => done,
+        Err(code) => return code,
+    };
+    if finish.exit_code != exit::SUCCESS {
+        return finish.exit_code;
+    }
+    let body = attempt.take_body().unwrap_or_default();
+    let written = match &request.output {
+        Some(path) => std::fs::write(path, &body).map_err(|e| (path.display().to_string(), e)),
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(&body)
+                .and_then(|()| out.flush())
+                .map_err(|e| ("stdout".to_string(), e))
         }
     };
-    runtime.block_on(async {
-        let mut signals = match Signals::install() {
-            Ok(s) => s,
-            Err(e) => {
-                log.error(&format!("cannot install signal handlers: {e}"));
-                return exit::INTERNAL;
-            }
-        };
-        if config.warn_nested {
-            crate::warn_nested(&mut log, config);
+    match written {
+        Ok(()) => exit::SUCCESS,
+        Err((to, e)) => {
+            log.error(&format!("cannot write the response body to {to}: {e}"));
+            exit::INTERNAL
         }
-        let mut attempt = match HttpAttempt::new(request, body) {
-            Ok(a) => a,
-            Err(e) => {
-                log.error(&e);
-                return exit::INTERNAL;
-            }
-        };
-        log.emit(&Event::Start {
-            command: &request.display_words(),
-            max: config.policy.max_attempts,
-            seed,
-        });
-        let finish = run::run(
-            &config.policy,
-            &mut attempt,
-            &run::TokioClock,
-            rng,
-            &mut signals,
-            &mut log,
-        )
-        .await;
-        if finish.exit_code != exit::SUCCESS {
-            return finish.exit_code;
-        }
-        let body = attempt.take_body().unwrap_or_default();
-        let written = match &request.output {
-            Some(path) => std::fs::write(path, &body).map_err(|e| (path.display().to_string(), e)),
-            None => {
-                let mut out = std::io::stdout().lock();
-                out.write_all(&body)
-                    .and_then(|()| out.flush())
-                    .map_err(|e| ("stdout".to_string(), e))
-            }
-        };
-        match written {
-            Ok(()) => exit::SUCCESS,
-            Err((to, e)) => {
-                log.error(&format!("cannot write the response body to {to}: {e}"));
-                exit::INTERNAL
-            }
-        }
-    })
+    }
 }
