@@ -62,26 +62,36 @@ pub enum Verdict {
     Permanent,
 }
 
-/// A set of exit codes given as codes and inclusive ranges (`1,75,100-110`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct CodeSet(Vec<(i32, i32)>);
+/// A set of numbers given as single values and inclusive ranges: exit codes
+/// (`1,75,100-110`) and HTTP statuses (`429,500-599`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeSet<T>(Vec<(T, T)>);
 
-impl CodeSet {
-    pub fn new(ranges: Vec<(i32, i32)>) -> Self {
-        CodeSet(ranges)
+/// Exit codes, as `--retry-on`, `--stop-on` and `--success-on` give them.
+pub type CodeSet = RangeSet<i32>;
+
+impl<T> Default for RangeSet<T> {
+    fn default() -> Self {
+        RangeSet(Vec::new())
+    }
+}
+
+impl<T: Copy + Ord> RangeSet<T> {
+    pub fn new(ranges: Vec<(T, T)>) -> Self {
+        RangeSet(ranges)
     }
 
-    pub fn contains(&self, code: i32) -> bool {
-        self.0.iter().any(|&(lo, hi)| lo <= code && code <= hi)
+    pub fn contains(&self, value: T) -> bool {
+        self.0.iter().any(|&(lo, hi)| lo <= value && value <= hi)
     }
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
-    /// The first code present in both sets, if any.
-    pub fn first_overlap(&self, other: &CodeSet) -> Option<i32> {
-        let mut best: Option<i32> = None;
+    /// The smallest value present in both sets, if any.
+    pub fn first_overlap(&self, other: &RangeSet<T>) -> Option<T> {
+        let mut best: Option<T> = None;
         for &(a_lo, a_hi) in &self.0 {
             for &(b_lo, b_hi) in &other.0 {
                 let lo = a_lo.max(b_lo);

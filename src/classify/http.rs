@@ -6,46 +6,22 @@
 
 use std::fmt;
 
-use super::{Limit, Rules, Status, Verdict};
+use super::{Limit, RangeSet, Rules, Status, Verdict};
 
-/// A set of HTTP status codes given as codes, ranges and classes
-/// (`429,500-599`, `5xx`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StatusSet(Vec<(u16, u16)>);
+/// HTTP status codes given as codes, ranges and classes (`429,500-599`, `5xx`).
+pub type StatusSet = RangeSet<u16>;
 
 impl StatusSet {
-    pub fn new(ranges: Vec<(u16, u16)>) -> Self {
-        StatusSet(ranges)
-    }
-
-    pub fn contains(&self, code: u16) -> bool {
-        self.0.iter().any(|&(lo, hi)| lo <= code && code <= hi)
-    }
-
     /// Any 2xx: what `--expect` accepts unless told otherwise.
     pub fn success() -> Self {
-        StatusSet(vec![(200, 299)])
+        RangeSet::new(vec![(200, 299)])
     }
 
     /// The statuses that say "try again later" rather than "this request is
     /// wrong": timeout, rate limit, and the server-side failures a retry can
     /// outlast. 501 (Not Implemented) and 505 will not change on retry.
     pub fn retryable() -> Self {
-        StatusSet(vec![(408, 408), (429, 429), (500, 500), (502, 504)])
-    }
-
-    /// The first code present in both sets, if any.
-    pub fn first_overlap(&self, other: &StatusSet) -> Option<u16> {
-        let mut best: Option<u16> = None;
-        for &(a_lo, a_hi) in &self.0 {
-            for &(b_lo, b_hi) in &other.0 {
-                let lo = a_lo.max(b_lo);
-                if lo <= a_hi.min(b_hi) {
-                    best = Some(best.map_or(lo, |b| b.min(lo)));
-                }
-            }
-        }
-        best
+        RangeSet::new(vec![(408, 408), (429, 429), (500, 500), (502, 504)])
     }
 }
 
