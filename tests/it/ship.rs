@@ -12,13 +12,9 @@ use assert_cmd::Command;
 #[path = "../../examples/gen-docs/render.rs"]
 mod render;
 
-/// The real binary with a known environment: nothing inherited that could
-/// change its behaviour (RETRY_*, GITHUB_ACTIONS, NO_COLOR, COLUMNS, TERM).
+/// The shared harness's clean command, with assert_cmd's helpers.
 fn retry() -> Command {
-    let mut cmd = assert_cmd::cargo::cargo_bin_cmd!("retry");
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default());
-    cmd
+    Command::from_std(crate::util::command())
 }
 
 fn stdout_of(cmd: &mut Command) -> String {

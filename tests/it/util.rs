@@ -20,6 +20,15 @@ pub fn bin() -> &'static Path {
     assert_cmd::cargo::cargo_bin!("retry")
 }
 
+/// The real binary with a known environment: nothing inherited that could
+/// change its behaviour (RETRY_*, GITHUB_ACTIONS, NO_COLOR, COLUMNS, TERM).
+pub fn command() -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    cmd
+}
+
 /// An invocation of `retry` being built.
 pub struct Retry {
     cmd: Command,
@@ -32,28 +41,8 @@ where
     I: IntoIterator<Item = S>,
     S: AsRef<OsStr>,
 {
-    let mut cmd = Command::new(bin());
+    let mut cmd = command();
     cmd.args(args);
-    // Tests must not inherit configuration from the environment they run in.
-    for var in [
-        "RETRY_MAX",
-        "RETRY_BACKOFF",
-        "RETRY_BASE",
-        "RETRY_CAP",
-        "RETRY_JITTER",
-        "RETRY_MAX_TIME",
-        "RETRY_TIMEOUT",
-        "RETRY_NESTED",
-        "RETRY_LOG_FORMAT",
-        "RETRY_LOG_FILE",
-        "RETRY_DEPTH",
-        "RETRY_MAX_ATTEMPTS",
-        "RETRY_ATTEMPT",
-        "RETRY_PREVIOUS_EXIT",
-        "GITHUB_ACTIONS",
-    ] {
-        cmd.env_remove(var);
-    }
     Retry { cmd, stdin: None }
 }
 
