@@ -150,8 +150,8 @@ fn our_sections(cmd: &clap::Command) -> Roff {
             "The last attempt died of signal N, not sent by retry.",
         ),
         (
-            "130, 143, 129",
-            "retry itself got SIGINT, SIGTERM or SIGHUP: it stopped the child (forwarding the signal), did not retry, and exits 128+N.",
+            "129, 130, 131, 143",
+            "retry itself got SIGHUP, SIGINT, SIGQUIT or SIGTERM: it stopped the child (forwarding the signal), did not retry, and exits 128+N.",
         ),
         (
             "2",
