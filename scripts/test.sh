@@ -16,5 +16,9 @@ fi
 
 cargo fmt --all -- --check
 cargo clippy --all-targets --locked -- -D warnings
-cargo test --all-targets --locked
-cargo test --doc --locked
+
+# Run every test target, then total the per-target summaries into one line.
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+{ cargo test --all-targets --locked && cargo test --doc --locked; } 2>&1 | tee "$log"
+awk '/^test result:/ { p += $4; f += $6 } END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
