@@ -435,25 +435,29 @@ fn dry_run_with_a_seed_is_reproducible() {
     assert_ne!(run("5"), run("6"));
 }
 
-#[test]
-fn nested_retry_warns_that_attempts_multiply() {
+/// `retry --max 2 -- retry INNER... -- sh -c 'count a run; exit 1'`: the
+/// outcome and how many times the innermost command ran.
+fn nested(inner: &[&str]) -> (crate::util::Outcome, usize) {
     let dir = scratch();
     let count = dir.path().join("count");
-    let inner = format!("echo x >> {}; exit 1", path_str(&count));
+    let script = format!("echo x >> {}; exit 1", path_str(&count));
     let bin = path_str(crate::util::bin());
-    let out = retry([
-        "--max", "2", "--base", "1ms", "--cap", "1ms", "--", &bin, "--max", "3", "--base", "1ms",
-        "--cap", "1ms", "--", "sh", "-c", &inner,
-    ])
-    .run();
+    let mut args = vec!["--max", "2", "--base", "1ms", "--cap", "1ms", "--", &bin];
+    args.extend_from_slice(inner);
+    args.extend(["--", "sh", "-c", &script]);
+    let out = retry(args).run();
+    let runs = std::fs::read_to_string(&count)
+        .expect("count")
+        .lines()
+        .count();
+    (out, runs)
+}
+
+#[test]
+fn nested_retry_warns_that_attempts_multiply() {
+    let (out, runs) = nested(&["--max", "3", "--base", "1ms", "--cap", "1ms"]);
     out.expect_code(1);
-    assert_eq!(
-        std::fs::read_to_string(&count)
-            .expect("count")
-            .lines()
-            .count(),
-        6
-    );
+    assert_eq!(runs, 6);
     assert!(
         out.stderr_text()
             .contains("attempts multiply (2 x 3 = 6 runs)"),
@@ -464,23 +468,9 @@ fn nested_retry_warns_that_attempts_multiply() {
 
 #[test]
 fn nested_single_runs_the_inner_command_once() {
-    let dir = scratch();
-    let count = dir.path().join("count");
-    let inner = format!("echo x >> {}; exit 1", path_str(&count));
-    let bin = path_str(crate::util::bin());
-    let out = retry([
-        "--max", "2", "--base", "1ms", "--cap", "1ms", "--", &bin, "--nested", "single", "--max",
-        "3", "--", "sh", "-c", &inner,
-    ])
-    .run();
+    let (out, runs) = nested(&["--nested", "single", "--max", "3"]);
     out.expect_code(1);
-    assert_eq!(
-        std::fs::read_to_string(&count)
-            .expect("count")
-            .lines()
-            .count(),
-        2
-    );
+    assert_eq!(runs, 2);
     assert!(!out.stderr_text().contains("multiply"));
 }
 
