@@ -7,8 +7,6 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
-use assert_cmd::cargo::cargo_bin_cmd;
-
 /// One request as the server saw it.
 #[derive(Debug, Clone)]
 struct Seen {
@@ -186,14 +184,11 @@ struct Run {
 
 fn retry(args: &[&str]) -> Run {
     let started = Instant::now();
-    let out = cargo_bin_cmd!("retry")
+    // The shared clean environment: no proxy variables can intercept
+    // loopback requests, and no RETRY_* setting leaks in.
+    let out = crate::util::command()
         .args(args)
-        // A proxy from the environment must not intercept loopback tests.
-        .env("NO_PROXY", "127.0.0.1")
-        .env_remove("http_proxy")
-        .env_remove("HTTP_PROXY")
-        .env_remove("ALL_PROXY")
-        .env_remove("all_proxy")
+        .stdin(std::process::Stdio::null())
         .output()
         .expect("run retry");
     Run {
@@ -567,4 +562,39 @@ fn redirects_are_followed_but_never_from_http_to_https() {
     let r = retry(&["--http", &s.url, "-b", "10ms"]);
     assert_eq!((r.code, s.hits()), (22, 1), "{}", r.stderr);
     assert!(r.stderr.contains("give the https:// URL"), "{}", r.stderr);
+}
+
+#[test]
+fn a_failed_tls_handshake_is_permanent_and_exits_35() {
+    // A server that answers the TLS ClientHello with plain HTTP: no TLS
+    // session can be set up, and trying again will not change that.
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let addr = listener.local_addr().expect("addr");
+    let connections = Arc::new(Mutex::new(0usize));
+    let counted = Arc::clone(&connections);
+    thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            *counted.lock().expect("lock") += 1;
+            let mut hello = [0u8; 512];
+            let _ = stream.read(&mut hello);
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+        }
+    });
+    let r = retry(&[
+        "--http",
+        &format!("https://{addr}/"),
+        "-n",
+        "3",
+        "-b",
+        "10ms",
+    ]);
+    assert_eq!(r.code, 35, "{}", r.stderr);
+    assert_eq!(*connections.lock().expect("lock"), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("TLS"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("giving up after 1 attempt"),
+        "{}",
+        r.stderr
+    );
 }
