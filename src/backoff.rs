@@ -123,10 +123,6 @@ impl Backoff {
         }
     }
 
-    pub fn policy(&self) -> &DelayPolicy {
-        &self.policy
-    }
-
     /// Start over from the first step (used by `--reset-after`).
     pub fn reset(&mut self) {
         self.retry = 0;

@@ -85,10 +85,6 @@ impl<T: Copy + Ord> RangeSet<T> {
         self.0.iter().any(|&(lo, hi)| lo <= value && value <= hi)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
     /// The smallest value present in both sets, if any.
     pub fn first_overlap(&self, other: &RangeSet<T>) -> Option<T> {
         let mut best: Option<T> = None;

@@ -62,15 +62,6 @@ impl Signals {
         })
     }
 
-    /// A source fed by the caller, for tests of code that consumes signals.
-    pub fn from_channel(rx: mpsc::UnboundedReceiver<Signal>) -> Signals {
-        Signals {
-            rx,
-            _tx: None,
-            interrupted: None,
-        }
-    }
-
     /// A source that never yields a signal.
     pub fn none() -> Signals {
         let (tx, rx) = mpsc::unbounded_channel();

@@ -26,7 +26,6 @@ pub struct HttpAttempt {
     headers: HeaderMap,
     /// `--data`, sent again with every attempt.
     body: Option<Vec<u8>>,
-    key: Option<String>,
     last_body: Option<Vec<u8>>,
 }
 
@@ -47,9 +46,6 @@ impl HttpAttempt {
                 HeaderValue::from_str(&uuid::Uuid::new_v4().to_string()).ok()
             }
         };
-        let key_text = key
-            .as_ref()
-            .map(|k| String::from_utf8_lossy(k.as_bytes()).into_owned());
         if let Some(k) = key {
             // One key for the whole run: that is what lets the server
             // recognise a retry of work it already did.
@@ -61,14 +57,8 @@ impl HttpAttempt {
             url: opts.url.clone(),
             headers,
             body,
-            key: key_text,
             last_body: None,
         })
-    }
-
-    /// The Idempotency-Key sent with every attempt, if any.
-    pub fn idempotency_key(&self) -> Option<&str> {
-        self.key.as_deref()
     }
 
     /// The body of the last response, taken out.
