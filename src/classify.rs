@@ -224,10 +224,7 @@ pub fn round_ms(d: Duration) -> Duration {
 
 /// `SIGTERM` for 15, `signal 99` for numbers without a name.
 pub fn signal_name(sig: i32) -> String {
-    match nix::sys::signal::Signal::try_from(sig) {
-        Ok(s) => s.as_str().to_string(),
-        Err(_) => format!("signal {sig}"),
-    }
+    crate::signame::name(sig)
 }
 
 #[cfg(test)]

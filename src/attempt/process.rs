@@ -118,6 +118,19 @@ enum Target {
 }
 
 impl Target {
+    /// Send a raw signal number (the stop signal may be real-time, which
+    /// `Signal` cannot hold).
+    fn send_raw(self, sig: i32) {
+        // ESRCH (already gone) is the only likely error, and harmless.
+        // SAFETY: kill(2)/killpg(2) touch no memory of ours.
+        let _ = unsafe {
+            match self {
+                Target::Group(pgid) => nix::libc::killpg(pgid.as_raw(), sig),
+                Target::Child(pid) => nix::libc::kill(pid.as_raw(), sig),
+            }
+        };
+    }
+
     fn send(self, sig: Signal) {
         // ESRCH (already gone) is the only likely error, and harmless.
         let _ = match self {
@@ -208,7 +221,7 @@ impl Attempt for ProcessAttempt {
                 () = sleep_until(wake) => match stop {
                     None => {
                         let limit = ctx.deadline.map_or(Limit::Attempt, |(_, l)| l);
-                        target.send(self.opts.stop_signal);
+                        target.send_raw(self.opts.stop_signal);
                         stop = Some((Stop::Timeout(limit), Instant::now()));
                     }
                     Some(_) => {
@@ -263,7 +276,7 @@ async fn sleep_until(at: Option<Instant>) {
 /// Stop whatever is left in the attempt's process group after the child
 /// exited: the stop signal (unless the group already had it, at `grace_from`),
 /// then KILL when the grace period is over.
-async fn drain_group(pgid: Pid, stop_signal: Signal, grace: Duration, grace_from: Option<Instant>) {
+async fn drain_group(pgid: Pid, stop_signal: i32, grace: Duration, grace_from: Option<Instant>) {
     let alive = || killpg(pgid, None).is_ok();
     if !alive() {
         return;
@@ -271,7 +284,7 @@ async fn drain_group(pgid: Pid, stop_signal: Signal, grace: Duration, grace_from
     let since = match grace_from {
         Some(since) => since,
         None => {
-            let _ = killpg(pgid, stop_signal);
+            Target::Group(pgid).send_raw(stop_signal);
             Instant::now()
         }
     };
