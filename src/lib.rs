@@ -15,6 +15,7 @@ pub mod log;
 pub mod policy;
 mod probe;
 pub mod redact;
+pub mod rng;
 pub mod run;
 pub mod schedule;
 pub mod signals;
@@ -24,9 +25,8 @@ use std::io::Write;
 use std::time::Instant;
 
 use clap::{CommandFactory, FromArgMatches};
-use rand::SeedableRng;
 use rand::TryRng;
-use rand::rngs::{StdRng, SysRng};
+use rand::rngs::SysRng;
 
 use attempt::process::{ProcessAttempt, StdinSource};
 use log::{Event, Logger};
@@ -47,7 +47,7 @@ pub fn main_entry() -> u8 {
         }
     };
     let seed = config.policy.seed.unwrap_or_else(os_seed);
-    let mut rng = StdRng::seed_from_u64(seed);
+    let mut rng = rng::seeded(seed);
 
     let command = match &config.mode {
         Mode::DryRun { command } => {
@@ -101,7 +101,7 @@ fn drive<A, F>(
     log: &mut Logger,
     shown: &[std::ffi::OsString],
     seed: u64,
-    rng: &mut StdRng,
+    rng: &mut rng::JitterRng,
     make: F,
 ) -> Result<(run::Finish, A), u8>
 where
@@ -258,7 +258,10 @@ fn blame_env(e: clap::Error, args: &[std::ffi::OsString]) -> clap::Error {
     };
     command.error(
         ErrorKind::InvalidValue,
-        format!("invalid value '{value}' for {var}; {accepted}"),
+        format!(
+            "invalid value '{value}' for {var} (--{}); {accepted}",
+            arg.get_long().unwrap_or(id.as_str())
+        ),
     )
 }
 
@@ -337,12 +340,14 @@ fn warn_nested(log: &mut Logger, config: &Config) {
 }
 
 /// A seed from the OS, never from the clock: processes started in the same
-/// instant must not share a schedule.
+/// instant must not share a schedule. Kept below 2^53 so that the seed in a
+/// JSON log reads back exactly anywhere; 53 bits are plenty to keep a fleet's
+/// schedules apart.
 fn os_seed() -> u64 {
-    SysRng.try_next_u64().unwrap_or_else(|_| {
+    rng::mask_seed(SysRng.try_next_u64().unwrap_or_else(|_| {
         // No OS entropy at all: fall back to per-process addresses, which ASLR
         // still varies between processes.
         let local = 0u8;
         (&local as *const u8 as u64) ^ u64::from(std::process::id()).rotate_left(32)
-    })
+    }))
 }

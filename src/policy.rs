@@ -40,8 +40,6 @@ const DUR_FORM: &str = "a duration such as 250ms, 1.5s, 2m, 1h 30m or 0.5 (secon
 const DUR_OR_NONE_FORM: &str =
     "a duration such as 250ms, 1.5s, 2m, 1h 30m or 0.5 (seconds); 0 or inf for no limit";
 const MAX_FORM: &str = "a whole number of attempts from 1 to 4294967295";
-/// The largest seed: every seed stays exact as a JSON number read as a double.
-pub const MAX_SEED: u64 = (1 << 53) - 1;
 const SEED_FORM: &str = "a whole number from 0 to 9007199254740991 (2^53 - 1)";
 const SIGNAL_FORM: &str =
     "a signal name or number, such as TERM, SIGINT, RTMIN+2 or 9 (see 'kill -l')";
@@ -208,7 +206,7 @@ impl Config {
             ] {
                 if given {
                     return Err(UsageError(format!(
-                        "{flag} has no effect with {jitter_name} decorrelated, which grows each delay from the previous one (up to 3x): drop {flag}"
+                        "{flag} has no effect with {jitter_name} decorrelated, which grows each delay from the previous one (up to 3x)"
                     )));
                 }
             }
@@ -339,7 +337,7 @@ impl Config {
         let seed = match cli.seed.as_deref() {
             None => None,
             Some(s) => match s.trim().parse::<u64>() {
-                Ok(n) if n <= MAX_SEED => Some(n),
+                Ok(n) if n <= crate::rng::MAX_SEED => Some(n),
                 _ => return Err(invalid("--seed", s, SEED_FORM)),
             },
         };
@@ -550,7 +548,7 @@ impl Names<'_> {
         self.0
             .iter()
             .find(|(arg, _)| arg == id)
-            .map_or_else(|| flag.to_string(), |(_, var)| var.clone())
+            .map_or_else(|| flag.to_string(), |(_, var)| format!("{var} ({flag})"))
     }
 }
 
@@ -751,7 +749,7 @@ mod tests {
         let e = Config::from_cli(cli, Nesting::default())
             .expect_err("invalid")
             .0;
-        assert!(e.contains("for RETRY_MAX:"), "{e}");
+        assert!(e.contains("for RETRY_MAX (--max):"), "{e}");
         let mut cli = Cli::parse_from([
             "retry",
             "--backoff",
@@ -766,7 +764,7 @@ mod tests {
             .expect_err("invalid")
             .0;
         assert!(
-            e.starts_with("RETRY_BACKOFF has no effect with --jitter decorrelated"),
+            e.starts_with("RETRY_BACKOFF (--backoff) has no effect with --jitter decorrelated"),
             "{e}"
         );
     }
@@ -838,7 +836,7 @@ mod tests {
     #[test]
     fn seeds_stay_exact_as_json_numbers() {
         let c = config(&["--seed", "9007199254740991", "--", "true"]).expect("valid");
-        assert_eq!(c.policy.seed, Some(MAX_SEED));
+        assert_eq!(c.policy.seed, Some(crate::rng::MAX_SEED));
         let e = err(&["--seed", "9007199254740992", "--", "true"]);
         assert!(e.contains("from 0 to 9007199254740991"), "{e}");
         assert!(err(&["--seed", "-1", "--", "true"]).contains("--seed"));

@@ -329,7 +329,7 @@ fn usage_errors_are_one_line_exit_2_and_run_nothing() {
         (&["--retry-on", "300"], "--retry-on"),
         (&["--stop-on", "1-5", "--success-on", "4"], "--success-on"),
         (&["--retry-on", "1", "--stop-on", "1"], "--stop-on"),
-        (&["--timeout", "0"], "--timeout"),
+        (&["--timeout", "-1"], "--timeout"),
         (&["--max-time", "soon"], "--max-time"),
         (&["--kill-after", "x"], "--kill-after"),
         (&["--stop-signal", "NOPE"], "--stop-signal"),
