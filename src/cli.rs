@@ -65,7 +65,7 @@ Environment:
     override_usage = "retry [OPTIONS] -- COMMAND [ARG]...\n       retry [OPTIONS] --http URL\n       retry [OPTIONS] --dry-run"
 )]
 pub struct Cli {
-    /// Attempts in total, the first included (N >= 1)
+    /// Attempts in total, the first included, N >= 1 [default: 5; none with --max-time alone]
     #[arg(
         short = 'n',
         long = "max",
@@ -125,6 +125,12 @@ pub struct Cli {
     pub multiplier: Option<String>,
 
     /// Randomisation of each delay [default: full]
+    ///
+    /// Decorrelated jitter caps the range it draws from, not the draw:
+    /// U(base, min(cap, 3 x previous)). Capping the draw instead would put every
+    /// client whose draw passed the cap exactly on the cap, retrying in step.
+    /// Additive jitter keeps its window below the cap for the same reason:
+    /// min(v, cap - J) + U(0, J), with J = --jitter-max.
     #[arg(
         short = 'j',
         long,

@@ -304,6 +304,7 @@ fn accepted_hint(e: &clap::Error) -> String {
         Some(ContextValue::Strings(values)) if !values.is_empty() => {
             format!("; accepted: {}", values.join(", "))
         }
+        _ if e.kind() != clap::error::ErrorKind::InvalidValue => String::new(),
         _ => error_arg(&cli::Cli::command(), e)
             .and_then(|arg| policy::accepted_form(arg.get_id().as_str()))
             .map(|form| format!("; expected {form}"))
