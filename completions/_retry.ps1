@@ -63,7 +63,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour retry''s own log prefix and outcome words [default: auto]')
             [CompletionResult]::new('--ci-annotations', '--ci-annotations', [CompletionResultType]::ParameterName, 'GitHub Actions annotations for failed attempts and giving up [default: auto]')
             [CompletionResult]::new('--forever', '--forever', [CompletionResultType]::ParameterName, 'No attempt limit (still bounded by --max-time)')
-            [CompletionResult]::new('--no-retry-on-timeout', '--no-retry-on-timeout', [CompletionResultType]::ParameterName, 'A timed-out attempt is a permanent failure (needs --timeout or --max-time)')
+            [CompletionResult]::new('--no-retry-on-timeout', '--no-retry-on-timeout', [CompletionResultType]::ParameterName, 'A timed-out attempt is a permanent failure (with a COMMAND: needs --timeout)')
             [CompletionResult]::new('--foreground', '--foreground', [CompletionResultType]::ParameterName, 'Run COMMAND in retry''s own process group (for programs that read the terminal)')
             [CompletionResult]::new('--replay-stdin', '--replay-stdin', [CompletionResultType]::ParameterName, 'Read stdin once and give every attempt the same bytes')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Fewer log lines: -q only the final give-up line, -qq nothing')

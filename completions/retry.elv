@@ -60,7 +60,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --color 'Colour retry''s own log prefix and outcome words [default: auto]'
             cand --ci-annotations 'GitHub Actions annotations for failed attempts and giving up [default: auto]'
             cand --forever 'No attempt limit (still bounded by --max-time)'
-            cand --no-retry-on-timeout 'A timed-out attempt is a permanent failure (needs --timeout or --max-time)'
+            cand --no-retry-on-timeout 'A timed-out attempt is a permanent failure (with a COMMAND: needs --timeout)'
             cand --foreground 'Run COMMAND in retry''s own process group (for programs that read the terminal)'
             cand --replay-stdin 'Read stdin once and give every attempt the same bytes'
             cand -q 'Fewer log lines: -q only the final give-up line, -qq nothing'

@@ -41,7 +41,7 @@ complete -c retry -l ci-annotations -d 'GitHub Actions annotations for failed at
 always\t''
 never\t''"
 complete -c retry -l forever -d 'No attempt limit (still bounded by --max-time)'
-complete -c retry -l no-retry-on-timeout -d 'A timed-out attempt is a permanent failure (needs --timeout or --max-time)'
+complete -c retry -l no-retry-on-timeout -d 'A timed-out attempt is a permanent failure (with a COMMAND: needs --timeout)'
 complete -c retry -l foreground -d 'Run COMMAND in retry\'s own process group (for programs that read the terminal)'
 complete -c retry -l replay-stdin -d 'Read stdin once and give every attempt the same bytes'
 complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the final give-up line, -qq nothing'

@@ -202,13 +202,18 @@ pub struct Cli {
     #[arg(long, value_name = "LIST", help_heading = "Classification")]
     pub success_on: Option<String>,
 
-    /// A timed-out attempt is a permanent failure (needs --timeout or --max-time)
+    /// A timed-out attempt is a permanent failure (with a COMMAND: needs --timeout)
     #[arg(long, help_heading = "Classification")]
     pub no_retry_on_timeout: bool,
 
     /// Signal sent to the attempt's process group on timeout: a name or number as 'kill -l'
     /// lists, such as INT, SIGUSR1 or RTMIN+2 [default: TERM]
-    #[arg(long, value_name = "SIG", help_heading = "Process")]
+    #[arg(
+        long,
+        value_name = "SIG",
+        allow_negative_numbers = true,
+        help_heading = "Process"
+    )]
     pub stop_signal: Option<String>,
 
     /// Grace period after the stop signal before KILL [default: 5s]

@@ -262,9 +262,11 @@ impl Config {
             Inf::NoLimit,
         )?
         .filter(|d| !d.is_zero());
-        if cli.no_retry_on_timeout && max_time.is_none() && timeout.is_none() {
+        // A command's attempt stopped at --max-time is never retried anyway;
+        // over HTTP, the connection timeout is always there to make permanent.
+        if cli.no_retry_on_timeout && timeout.is_none() && cli.http.url.is_none() {
             return Err(UsageError(
-                "--no-retry-on-timeout has no effect without --timeout or --max-time: no attempt can time out"
+                "--no-retry-on-timeout has no effect without --timeout: only an attempt stopped by --timeout is ever retried"
                     .to_string(),
             ));
         }
@@ -806,7 +808,12 @@ mod tests {
             (
                 &["--no-retry-on-timeout", "--timeout", "0"][..],
                 "--no-retry-on-timeout",
-                "--max-time",
+                "--timeout",
+            ),
+            (
+                &["--no-retry-on-timeout", "--max-time", "1m"][..],
+                "--no-retry-on-timeout",
+                "--timeout",
             ),
             (
                 &["--backoff", "fixed", "--reset-after", "1m"][..],
@@ -823,7 +830,7 @@ mod tests {
         for args in [
             &["-m", "3"][..],
             &["-j", "additive", "--jitter-max", "2s"][..],
-            &["--no-retry-on-timeout", "--max-time", "1m"][..],
+            &["--no-retry-on-timeout", "--timeout", "1m"][..],
             &["-j", "decorrelated", "--reset-after", "1m"][..],
             &["--backoff", "linear", "--reset-after", "1m"][..],
         ] {
@@ -831,6 +838,8 @@ mod tests {
             all.extend(["--", "true"]);
             config(&all).unwrap_or_else(|e| panic!("{args:?}: {e}"));
         }
+        // Over HTTP the connection timeout can always expire.
+        config(&["--no-retry-on-timeout", "--http", "http://127.0.0.1:9/"]).expect("valid");
     }
 
     #[test]
