@@ -245,6 +245,27 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Every way of writing the same nanosecond count reads back exactly.
+        #[test]
+        fn exact_decimal_forms_round_trip(secs in 0u64..10_000_000_000, nanos in 0u32..1_000_000_000) {
+            let d = Duration::new(secs, nanos);
+            let ns = d.as_nanos();
+            proptest::prop_assert_eq!(fin(&format!("{secs}.{nanos:09}")), d);
+            proptest::prop_assert_eq!(fin(&format!("{secs}.{nanos:09}000s")), d);
+            proptest::prop_assert_eq!(fin(&format!("{ns}e-9")), d);
+            proptest::prop_assert_eq!(fin(&format!("{ns}000E-12")), d);
+            proptest::prop_assert_eq!(fin(&format!("0.{ns:0>30}e21")), d);
+        }
+
+        /// Extra digits below a nanosecond round up, never down.
+        #[test]
+        fn sub_nanosecond_digits_round_up(ns in 0u64..1_000_000_000_000, extra in 1u32..999) {
+            let got = fin(&format!("{ns}.{extra:03}e-9"));
+            proptest::prop_assert_eq!(got, Duration::from_nanos(ns + 1));
+        }
+    }
+
     #[test]
     fn the_largest_duration_fits() {
         assert_eq!(fin("18446744073709551615"), Duration::from_secs(u64::MAX));
