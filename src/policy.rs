@@ -172,7 +172,7 @@ impl Config {
                     names.of("cap", "--cap"),
                     cli.cap.as_deref().unwrap_or_default().trim(),
                     names.of("base", "--base"),
-                    cli.base.as_deref().unwrap_or_default().trim(),
+                    cli.base.as_deref().map_or("1s, the default", str::trim),
                 )));
             }
             Some(cap) => cap,
@@ -710,6 +710,11 @@ mod tests {
         assert_eq!(c.policy.delay.cap, Duration::from_secs(30));
         let e = err(&["--base", "1m", "--cap", "40s", "--", "true"]);
         assert!(e.contains("--cap (40s) is below --base (1m)"), "{e}");
+        let e = err(&["--cap", "500ms", "--", "true"]);
+        assert!(
+            e.contains("--cap (500ms) is below --base (1s, the default)"),
+            "{e}"
+        );
     }
 
     #[test]
