@@ -130,6 +130,12 @@ fn example(r: &mut Roff, what: &str, lines: &[&str]) {
 fn our_sections(cmd: &clap::Command) -> Roff {
     let mut r = Roff::new();
 
+    section(&mut r, "DURATIONS");
+    para(
+        &mut r,
+        "DUR is a number of seconds in any form sleep(1) and timeout(1) accept (30, 0.25, .5, 1e-3, 2.5e1), optionally followed by s, m, h or d, or a duration with units such as 250ms, 1.5s, 2m or 1h 30m. Any number of decimals is read exactly, and a positive value below a nanosecond counts as one nanosecond, never as zero. Negative durations are refused. For --timeout and --max-time, 0 and inf (or infinity) mean no limit.",
+    );
+
     section(&mut r, "EXIT STATUS");
     for (code, meaning) in [
         ("0", "Success."),
@@ -155,7 +161,7 @@ fn our_sections(cmd: &clap::Command) -> Roff {
         ),
         (
             "2",
-            "Usage error: a bad flag or value, reported on one line naming the flag and the accepted form.",
+            "Usage error: a bad flag, value or environment variable, reported on stderr (even with --log-file) in one line naming the flag or variable and the accepted form. Nothing is run or created.",
         ),
         (
             "125",
