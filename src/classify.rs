@@ -51,6 +51,16 @@ impl Status {
     }
 }
 
+/// What a command's output matched (`--retry-if-output`, `--stop-if-output`),
+/// naming the pattern. A stop match wins over a retry match.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum OutputMatch {
+    #[default]
+    None,
+    Retry(String),
+    Stop(String),
+}
+
 /// Which limit stopped an attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Limit {
@@ -176,6 +186,48 @@ pub fn classify(status: &Status, rules: &Rules) -> Verdict {
         }
         Status::CannotStart(_) => Verdict::Retryable,
         Status::Http { .. } | Status::Net { .. } => http::classify(status, rules),
+    }
+}
+
+/// Classify one attempt's status and what its output matched.
+///
+/// A match only decides how a *failure* is treated: a success stays a
+/// success whatever was printed. On a failure a stop match makes it
+/// permanent and a retry match retryable, overriding the exit-code lists,
+/// except where no retry can help: an interrupt from the user, the overall
+/// deadline, or a command that never started.
+pub fn classify_with_output(status: &Status, output: &OutputMatch, rules: &Rules) -> Verdict {
+    let verdict = classify(status, rules);
+    if verdict == Verdict::Success || !output_decides(status) {
+        return verdict;
+    }
+    match output {
+        OutputMatch::None => verdict,
+        OutputMatch::Stop(_) => Verdict::Permanent,
+        OutputMatch::Retry(_) => Verdict::Retryable,
+    }
+}
+
+/// Whether what the output matched may decide this failure.
+fn output_decides(status: &Status) -> bool {
+    matches!(
+        status,
+        Status::Exited(_)
+            | Status::Signaled(_)
+            | Status::TimedOut {
+                limit: Limit::Attempt,
+                ..
+            }
+    )
+}
+
+/// [`explain`], naming the output pattern when a stop match decided it.
+pub fn explain_with_output(status: &Status, output: &OutputMatch, rules: &Rules) -> String {
+    match output {
+        OutputMatch::Stop(pattern) if output_decides(status) => {
+            format!("{status}, and the output matched --stop-if-output '{pattern}'")
+        }
+        _ => explain(status, rules),
     }
 }
 
@@ -358,6 +410,55 @@ mod tests {
             }
             .to_string(),
             "timed out by --timeout"
+        );
+    }
+
+    #[test]
+    fn output_matches_decide_failures_only() {
+        let r = Rules {
+            stop_on: set(&[(3, 3)]),
+            ..Rules::default()
+        };
+        let stop = OutputMatch::Stop("fatal".into());
+        let again = OutputMatch::Retry("busy".into());
+        let none = OutputMatch::None;
+        let judge = |s: &Status, o: &OutputMatch| classify_with_output(s, o, &r);
+        // A success stays a success.
+        assert_eq!(judge(&Status::Exited(0), &stop), Verdict::Success);
+        assert_eq!(judge(&Status::Exited(0), &again), Verdict::Success);
+        // A stop match makes a retryable failure permanent...
+        assert_eq!(judge(&Status::Exited(1), &stop), Verdict::Permanent);
+        assert_eq!(judge(&Status::Signaled(9), &stop), Verdict::Permanent);
+        let timed_out = Status::TimedOut {
+            limit: Limit::Attempt,
+            after: Duration::from_secs(1),
+        };
+        assert_eq!(judge(&timed_out, &stop), Verdict::Permanent);
+        // ...and a retry match a permanent one retryable.
+        assert_eq!(judge(&Status::Exited(3), &again), Verdict::Retryable);
+        assert_eq!(judge(&Status::Exited(127), &again), Verdict::Retryable);
+        assert_eq!(judge(&Status::Signaled(13), &again), Verdict::Retryable);
+        // No match: the exit-code rules alone.
+        assert_eq!(judge(&Status::Exited(1), &none), Verdict::Retryable);
+        assert_eq!(judge(&Status::Exited(3), &none), Verdict::Permanent);
+        // Where no retry can help, the output does not change that.
+        assert_eq!(judge(&Status::Interrupted(15), &again), Verdict::Permanent);
+        let deadline = Status::TimedOut {
+            limit: Limit::Deadline,
+            after: Duration::from_secs(1),
+        };
+        assert_eq!(judge(&deadline, &again), Verdict::Permanent);
+        assert_eq!(
+            judge(&Status::CannotStart("x".into()), &stop),
+            Verdict::Retryable
+        );
+        assert_eq!(
+            explain_with_output(&Status::Exited(1), &stop, &r),
+            "exit 1, and the output matched --stop-if-output 'fatal'"
+        );
+        assert_eq!(
+            explain_with_output(&Status::Exited(3), &none, &r),
+            "exit 3 is in --stop-on"
         );
     }
 }

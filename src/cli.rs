@@ -202,6 +202,30 @@ pub struct Cli {
     #[arg(long, value_name = "LIST", help_heading = "Classification")]
     pub success_on: Option<String>,
 
+    /// Retry a failure whose stdout or stderr has a line matching REGEX, whatever its exit code
+    /// (repeatable)
+    ///
+    /// Output then passes through retry, unchanged and as it comes, to retry's own stdout and
+    /// stderr (a pseudo-terminal when that is a terminal). Each line is matched, up to 64 KiB at a
+    /// time; the verdict is taken when the attempt ends. A success stays a success.
+    #[arg(
+        long,
+        value_name = "REGEX",
+        allow_hyphen_values = true,
+        help_heading = "Classification"
+    )]
+    pub retry_if_output: Vec<String>,
+
+    /// Never retry a failure whose stdout or stderr has a line matching REGEX (repeatable;
+    /// wins over --retry-if-output)
+    #[arg(
+        long,
+        value_name = "REGEX",
+        allow_hyphen_values = true,
+        help_heading = "Classification"
+    )]
+    pub stop_if_output: Vec<String>,
+
     /// A timed-out attempt is a permanent failure (with a COMMAND: needs --timeout)
     #[arg(long, help_heading = "Classification")]
     pub no_retry_on_timeout: bool,

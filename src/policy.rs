@@ -9,6 +9,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::attempt::scan::Patterns;
 use crate::backoff::{DelayPolicy, Growth, Jitter};
 use crate::classify::{CodeSet, Rules};
 use crate::cli::{BackoffArg, Cli, JitterArg, LogFormatArg, NestedArg, WhenArg};
@@ -97,6 +98,9 @@ pub struct ProcessOptions {
     pub kill_after: Duration,
     pub foreground: bool,
     pub replay_stdin: bool,
+    /// `--retry-if-output`/`--stop-if-output`: None leaves the child's
+    /// output alone.
+    pub output: Option<Patterns>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -375,6 +379,8 @@ impl Config {
                 }
             }
             for (flag, given) in [
+                ("--retry-if-output", !cli.retry_if_output.is_empty()),
+                ("--stop-if-output", !cli.stop_if_output.is_empty()),
                 ("--stop-signal", cli.stop_signal.is_some()),
                 ("--kill-after", cli.kill_after.is_some()),
                 ("--foreground", cli.foreground),
@@ -387,6 +393,19 @@ impl Config {
                 }
             }
         }
+        let output = if cli.retry_if_output.is_empty() && cli.stop_if_output.is_empty() {
+            None
+        } else {
+            Some(
+                Patterns::new(&cli.retry_if_output, &cli.stop_if_output).map_err(|e| {
+                    invalid(
+                        e.flag,
+                        &e.pattern,
+                        &format!("a regular expression (regex crate syntax): {}", e.reason),
+                    )
+                })?,
+            )
+        };
         let (http_request, http_rules) = match http {
             Some((request, rules)) => (Some(request), rules),
             None => (None, crate::classify::HttpRules::default()),
@@ -448,6 +467,7 @@ impl Config {
                 .unwrap_or(Duration::from_secs(5)),
                 foreground: cli.foreground,
                 replay_stdin: cli.replay_stdin,
+                output,
             },
             log: LogOptions {
                 format: match cli.log_format.unwrap_or(LogFormatArg::Text) {
@@ -573,6 +593,7 @@ pub fn accepted_form(id: &str) -> Option<&'static str> {
         "seed" => SEED_FORM,
         "stop_signal" => SIGNAL_FORM,
         "retry_on" | "stop_on" | "success_on" => LIST_FORM,
+        "retry_if_output" | "stop_if_output" => "a regular expression (regex crate syntax)",
         _ => return None,
     })
 }

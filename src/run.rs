@@ -11,7 +11,7 @@ use rand::Rng;
 
 use crate::attempt::{Attempt, Context};
 use crate::backoff::Backoff;
-use crate::classify::{Limit, Status, Verdict, classify, explain};
+use crate::classify::{Limit, Status, Verdict, classify_with_output, explain_with_output};
 use crate::exit;
 use crate::log::{End, Event, Logger, Wait, human, of_max};
 use crate::policy::Policy;
@@ -99,7 +99,7 @@ where
         for note in &details.notes {
             log.emit(&Event::Note { message: note });
         }
-        let verdict = classify(&status, &policy.rules);
+        let verdict = classify_with_output(&status, &details.output, &policy.rules);
         previous_exit = Some(exit::code(&status, Verdict::Retryable));
 
         let finish = |end, reason: &str, log: &mut Logger, status: Status| {
@@ -152,7 +152,10 @@ where
                         End::Deadline,
                         "--max-time ran out during the attempt".to_string(),
                     ),
-                    _ => (End::Permanent, explain(&status, &policy.rules)),
+                    _ => (
+                        End::Permanent,
+                        explain_with_output(&status, &details.output, &policy.rules),
+                    ),
                 };
                 return finish(end, &reason, log, status);
             }

@@ -6,12 +6,14 @@
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use crate::classify::{Limit, Status};
+use crate::classify::{Limit, OutputMatch, Status};
 use crate::signals::Signals;
 
 mod children;
 pub mod http;
+pub mod output;
 pub mod process;
+pub mod scan;
 pub mod stdin;
 mod terminal;
 
@@ -49,4 +51,6 @@ pub struct Details {
     pub duration: Option<Duration>,
     /// Lines for the verbose log.
     pub notes: Vec<String>,
+    /// What the output matched, with `--retry-if-output`/`--stop-if-output`.
+    pub output: OutputMatch,
 }

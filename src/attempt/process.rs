@@ -8,7 +8,9 @@
 //! reaped, so no zombie holds cleanup up. The child dies with retry, even
 //! when retry is killed with SIGKILL. On a terminal the attempt's group gets
 //! the foreground while it runs (see `terminal`). stdout and stderr are
-//! inherited: the child writes to them directly.
+//! inherited: the child writes to them directly, unless output patterns are
+//! given; then they pass through the `output` pump, which is stopped once
+//! the group has been cleaned up.
 
 use std::ffi::{OsStr, OsString};
 use std::io;
@@ -21,10 +23,11 @@ use nix::unistd::{Pid, getpgrp, getpid};
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::children::{Change, count_group, group_alive, reap};
+use super::output::Pump;
 use super::stdin::StdinSource;
 use super::terminal::{Terminal, take_foreground_in_child};
 use super::{Attempt, Context, Details};
-use crate::classify::{Limit, Status};
+use crate::classify::{Limit, OutputMatch, Status};
 use crate::policy::ProcessOptions;
 use crate::signals::{Signals, is_terminating, sigpipe_ignored_at_start, suspend_self};
 
@@ -146,6 +149,18 @@ impl Attempt for ProcessAttempt {
             Ok(s) => cmd.stdin(s),
             Err(e) => return Status::CannotStart(format!("cannot prepare stdin: {e}")),
         };
+        let mut pump = match &self.opts.output {
+            None => None,
+            Some(patterns) => match Pump::start(patterns) {
+                Ok((pump, ends)) => {
+                    cmd.stdout(ends.stdout).stderr(ends.stderr);
+                    Some(pump)
+                }
+                Err(e) => {
+                    return Status::CannotStart(format!("cannot set up the output pipes: {e}"));
+                }
+            },
+        };
         let parent = getpid();
         let keep_sigpipe_ignored = sigpipe_ignored_at_start();
         let tty = self.terminal.as_ref().filter(|_| handed).map(Terminal::raw);
@@ -170,7 +185,11 @@ impl Attempt for ProcessAttempt {
                 Ok(())
             });
         }
-        let mut child = match cmd.spawn() {
+        let spawned = cmd.spawn();
+        // The child's ends of the output pipes must close here, or the pump
+        // never sees the end of its output.
+        drop(cmd);
+        let mut child = match spawned {
             Ok(c) => c,
             Err(e) => return start_failure(&e, program),
         };
@@ -246,6 +265,21 @@ impl Attempt for ProcessAttempt {
                     ctx.number
                 ));
             }
+        }
+        if let Some(pump) = pump.as_mut() {
+            let output = finish_output(pump, ctx, signals).await;
+            let said = match &output {
+                OutputMatch::None => None,
+                OutputMatch::Retry(p) => Some(format!("--retry-if-output '{p}'")),
+                OutputMatch::Stop(p) => Some(format!("--stop-if-output '{p}'")),
+            };
+            if let Some(said) = said {
+                self.details.notes.push(format!(
+                    "the output of attempt {} matched {said}",
+                    ctx.number
+                ));
+            }
+            self.details.output = output;
         }
 
         match (stop, ended) {
@@ -395,6 +429,30 @@ impl ProcessAttempt {
         }
         left
     }
+}
+
+/// How long the output pump may take past the deadline to copy what the
+/// child left in its pipes (it takes longer only when retry's own output
+/// is blocked).
+const PUMP_GRACE: Duration = Duration::from_secs(1);
+
+/// The attempt's group is gone: let the pump copy what is left, and report
+/// what the output matched. A pump stuck writing to a blocked stdout is
+/// left behind at the deadline (plus [`PUMP_GRACE`]) or on an interrupt.
+async fn finish_output(pump: &mut Pump, ctx: &Context, signals: &mut Signals) -> OutputMatch {
+    pump.stop();
+    let give_up = ctx
+        .deadline
+        .map(|(at, _)| at.max(Instant::now() + PUMP_GRACE));
+    tokio::select! {
+        biased;
+        () = pump.finished() => {}
+        () = sleep_until(give_up) => {}
+        () = async {
+            while !is_terminating(signals.recv().await) {}
+        } => {}
+    }
+    pump.matched()
 }
 
 /// Signals a terminal sends to its foreground group from the keyboard that

@@ -2,6 +2,7 @@
 
 mod core;
 mod http;
+mod output;
 mod process;
 mod pty;
 mod ship;
