@@ -41,6 +41,8 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--retry-on', '--retry-on', [CompletionResultType]::ParameterName, 'Only these exit codes are retryable (e.g. 1,75,100-110)')
             [CompletionResult]::new('--stop-on', '--stop-on', [CompletionResultType]::ParameterName, 'These exit codes are permanent failures: stop at once')
             [CompletionResult]::new('--success-on', '--success-on', [CompletionResultType]::ParameterName, 'These exit codes count as success')
+            [CompletionResult]::new('--retry-if-output', '--retry-if-output', [CompletionResultType]::ParameterName, 'Retry a failure whose stdout or stderr has a line matching REGEX, whatever its exit code (repeatable)')
+            [CompletionResult]::new('--stop-if-output', '--stop-if-output', [CompletionResultType]::ParameterName, 'Never retry a failure whose stdout or stderr has a line matching REGEX (repeatable; wins over --retry-if-output)')
             [CompletionResult]::new('--stop-signal', '--stop-signal', [CompletionResultType]::ParameterName, 'Signal sent to the attempt''s process group on timeout: a name or number as ''kill -l'' lists, such as INT, SIGUSR1 or RTMIN+2 [default: TERM]')
             [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Grace period after the stop signal before KILL [default: 5s]')
             [CompletionResult]::new('--kill-after', '--kill-after', [CompletionResultType]::ParameterName, 'Grace period after the stop signal before KILL [default: 5s]')

@@ -23,7 +23,7 @@ _retry() {
 
     case "${cmd}" in
         retry)
-            opts="-n -b -c -m -j -t -k -q -v -X -H -d -o -h -V --max --forever --backoff --base --cap --multiplier --jitter --jitter-max --max-time --timeout --reset-after --seed --retry-on --stop-on --success-on --no-retry-on-timeout --stop-signal --kill-after --foreground --replay-stdin --nested --quiet --verbose --log-format --log-file --http --method --header --data --connect-timeout --output --expect --retry-status --idempotency-key --retry-non-idempotent --color --ci-annotations --dry-run --help --version"
+            opts="-n -b -c -m -j -t -k -q -v -X -H -d -o -h -V --max --forever --backoff --base --cap --multiplier --jitter --jitter-max --max-time --timeout --reset-after --seed --retry-on --stop-on --success-on --retry-if-output --stop-if-output --no-retry-on-timeout --stop-signal --kill-after --foreground --replay-stdin --nested --quiet --verbose --log-format --log-file --http --method --header --data --connect-timeout --output --expect --retry-status --idempotency-key --retry-non-idempotent --color --ci-annotations --dry-run --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -106,6 +106,14 @@ _retry() {
                     return 0
                     ;;
                 --success-on)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retry-if-output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stop-if-output)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -38,6 +38,8 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --retry-on 'Only these exit codes are retryable (e.g. 1,75,100-110)'
             cand --stop-on 'These exit codes are permanent failures: stop at once'
             cand --success-on 'These exit codes count as success'
+            cand --retry-if-output 'Retry a failure whose stdout or stderr has a line matching REGEX, whatever its exit code (repeatable)'
+            cand --stop-if-output 'Never retry a failure whose stdout or stderr has a line matching REGEX (repeatable; wins over --retry-if-output)'
             cand --stop-signal 'Signal sent to the attempt''s process group on timeout: a name or number as ''kill -l'' lists, such as INT, SIGUSR1 or RTMIN+2 [default: TERM]'
             cand -k 'Grace period after the stop signal before KILL [default: 5s]'
             cand --kill-after 'Grace period after the stop signal before KILL [default: 5s]'

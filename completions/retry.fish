@@ -18,6 +18,8 @@ complete -c retry -l seed -d 'Seed for the jitter RNG, 0 to 2^53-1: the same sch
 complete -c retry -l retry-on -d 'Only these exit codes are retryable (e.g. 1,75,100-110)' -r
 complete -c retry -l stop-on -d 'These exit codes are permanent failures: stop at once' -r
 complete -c retry -l success-on -d 'These exit codes count as success' -r
+complete -c retry -l retry-if-output -d 'Retry a failure whose stdout or stderr has a line matching REGEX, whatever its exit code (repeatable)' -r
+complete -c retry -l stop-if-output -d 'Never retry a failure whose stdout or stderr has a line matching REGEX (repeatable; wins over --retry-if-output)' -r
 complete -c retry -l stop-signal -d 'Signal sent to the attempt\'s process group on timeout: a name or number as \'kill -l\' lists, such as INT, SIGUSR1 or RTMIN+2 [default: TERM]' -r
 complete -c retry -s k -l kill-after -d 'Grace period after the stop signal before KILL [default: 5s]' -r
 complete -c retry -l nested -d 'Inside another retry: multiply attempts (warn), or run COMMAND once' -r -f -a "multiply\t'run every attempt (and warn once that attempts multiply)'

@@ -41,6 +41,8 @@ module completions {
     --retry-on: string        # Only these exit codes are retryable (e.g. 1,75,100-110)
     --stop-on: string         # These exit codes are permanent failures: stop at once
     --success-on: string      # These exit codes count as success
+    --retry-if-output: string # Retry a failure whose stdout or stderr has a line matching REGEX, whatever its exit code (repeatable)
+    --stop-if-output: string  # Never retry a failure whose stdout or stderr has a line matching REGEX (repeatable; wins over --retry-if-output)
     --no-retry-on-timeout     # A timed-out attempt is a permanent failure (with a COMMAND: needs --timeout)
     --stop-signal: string     # Signal sent to the attempt's process group on timeout: a name or number as 'kill -l' lists, such as INT, SIGUSR1 or RTMIN+2 [default: TERM]
     --kill-after(-k): string  # Grace period after the stop signal before KILL [default: 5s]
