@@ -6,7 +6,8 @@
 //! descriptors directly.
 //!
 //! One thread per stream reads whatever the child wrote (up to [`CHUNK`]
-//! bytes at once), writes it on unchanged with a blocking write, then feeds
+//! bytes at once), writes it on unchanged with a blocking write (from pipe
+//! to pipe, tee(2) passes it on without a copy through retry), then feeds
 //! it to its [`Scanner`]: bytes are never held back waiting for a newline,
 //! and memory stays flat however much the child prints. A blocking write is
 //! what the child itself would have done, so a slow reader slows the child
@@ -38,7 +39,11 @@ use super::scan::{Found, Patterns, Scanner};
 use crate::classify::OutputMatch;
 
 /// The most read from the child at once.
-pub const CHUNK: usize = 128 * 1024;
+pub const CHUNK: usize = 256 * 1024;
+
+/// The pipe's capacity asked for (Linux's default is 64 KiB): a child that
+/// writes fast then wakes the pump once per large read, not once per page.
+const PIPE_SIZE: i32 = 1024 * 1024;
 
 /// After [`Pump::stop`], read at most this much more from a stream: what
 /// was written before the group ended fits many times over; a writer that
@@ -124,11 +129,8 @@ impl Pump {
 /// Our end and the child's end of a new channel for a stream that goes to
 /// `dest`: a pseudo-terminal if `dest` is a terminal, else a pipe.
 fn channel_for(dest: i32) -> io::Result<(OwnedFd, OwnedFd)> {
-    // SAFETY: fds 1 and 2 are open for the life of the process (std
-    // reopens them on /dev/null at start if they were closed).
-    let dest_fd = unsafe { BorrowedFd::borrow_raw(dest) };
-    let (ours, theirs) = match nix::unistd::isatty(dest_fd) {
-        Ok(true) => match pty_like(dest_fd) {
+    let (ours, theirs) = match nix::unistd::isatty(dest_fd(dest)) {
+        Ok(true) => match pty_like(dest_fd(dest)) {
             Ok(pair) => pair,
             Err(_) => pipe()?,
         },
@@ -141,6 +143,8 @@ fn channel_for(dest: i32) -> io::Result<(OwnedFd, OwnedFd)> {
 
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     let (r, w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+    // Best effort: beyond /proc/sys/fs/pipe-max-size the default stays.
+    let _ = fcntl(&r, FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
     Ok((r, w))
 }
 
@@ -169,6 +173,16 @@ struct Stream {
     found: Arc<Mutex<Found>>,
 }
 
+/// What one copying step did.
+enum Step {
+    /// This many bytes went on; they are at the start of the buffer.
+    Copied(usize),
+    /// Nothing to read just now.
+    Empty,
+    /// The stream ended, or its destination went away.
+    End,
+}
+
 impl Stream {
     fn run(mut self) {
         // Writing to a terminal whose foreground is the attempt's must not
@@ -178,18 +192,14 @@ impl Stream {
         let _ = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&ttou), None);
 
         let mut buf = vec![0u8; CHUNK];
+        // Pipe to pipe, tee(2) passes the bytes on without copying them
+        // through retry; they are then read once, for matching.
+        let mut tee = is_pipe(self.source.as_fd()) && is_pipe(dest_fd(self.dest));
         let mut after_stop: Option<usize> = None;
         let mut published = Found::default();
         loop {
-            match nix::unistd::read(&self.source, &mut buf) {
-                // EOF; EIO is a pseudo-terminal's "no writer left".
-                Ok(0) | Err(Errno::EIO) => break,
-                Ok(n) => {
-                    if !write_all(self.dest, &buf[..n]) {
-                        // Whoever read our output is gone. Close our end, so
-                        // the child's next write fails as it would have.
-                        break;
-                    }
+            match self.copy_once(&mut buf, &mut tee) {
+                Step::Copied(n) => {
                     self.scanner.feed(&buf[..n]);
                     if let Some(read) = after_stop.as_mut() {
                         *read += n;
@@ -198,16 +208,13 @@ impl Stream {
                         }
                     }
                 }
-                Err(Errno::EINTR) => {}
-                Err(Errno::EAGAIN) => {
-                    if after_stop.is_some() {
-                        break;
-                    }
+                Step::Empty if after_stop.is_some() => break,
+                Step::Empty => {
                     if self.wait_readable() {
                         after_stop = Some(0);
                     }
                 }
-                Err(_) => break,
+                Step::End => break,
             }
             let now = self.scanner.finding();
             if now != published {
@@ -217,6 +224,65 @@ impl Stream {
         }
         let last = self.scanner.finish();
         self.publish(last);
+    }
+
+    /// Pass on what the source holds (up to a buffer's worth), leaving a
+    /// copy of it in `buf`.
+    fn copy_once(&self, buf: &mut [u8], tee: &mut bool) -> Step {
+        let dest = dest_fd(self.dest);
+        while *tee {
+            // tee(2) may wait for input whatever the descriptor's flags say:
+            // it must never wait there, or a stop would go unnoticed.
+            if !readable_now(self.source.as_fd()) {
+                return Step::Empty;
+            }
+            // SAFETY: tee(2) on two descriptors we hold open.
+            let n = unsafe {
+                libc::tee(
+                    self.source.as_raw_fd(),
+                    self.dest,
+                    buf.len(),
+                    libc::SPLICE_F_MORE,
+                )
+            };
+            match usize::try_from(n) {
+                // No data, and no writer left.
+                Ok(0) => return Step::End,
+                Ok(n) => {
+                    return if read_exactly(self.source.as_fd(), &mut buf[..n]) {
+                        Step::Copied(n)
+                    } else {
+                        Step::End
+                    };
+                }
+                Err(_) => match Errno::last() {
+                    Errno::EINTR => {}
+                    // The source has data, so the destination is full.
+                    Errno::EAGAIN => wait_writable(dest),
+                    Errno::EINVAL | Errno::ENOSYS => *tee = false,
+                    // EPIPE: whoever read our output is gone.
+                    _ => return Step::End,
+                },
+            }
+        }
+        loop {
+            match nix::unistd::read(&self.source, buf) {
+                // EOF; EIO is a pseudo-terminal's "no writer left".
+                Ok(0) | Err(Errno::EIO) => return Step::End,
+                Ok(n) => {
+                    // When whoever read our output is gone, closing our end
+                    // makes the child's next write fail as it would have.
+                    return if write_all(self.dest, &buf[..n]) {
+                        Step::Copied(n)
+                    } else {
+                        Step::End
+                    };
+                }
+                Err(Errno::EINTR) => {}
+                Err(Errno::EAGAIN) => return Step::Empty,
+                Err(_) => return Step::End,
+            }
+        }
     }
 
     /// Sleep until the source has data or the pump is stopped; true when stopped.
@@ -237,10 +303,52 @@ impl Stream {
     }
 }
 
+/// retry's own stdout or stderr.
+fn dest_fd(fd: i32) -> BorrowedFd<'static> {
+    // SAFETY: fds 1 and 2 stay open for the life of the process (std
+    // reopens them on /dev/null at start if they were closed).
+    unsafe { BorrowedFd::borrow_raw(fd) }
+}
+
+fn is_pipe(fd: BorrowedFd<'_>) -> bool {
+    nix::sys::stat::fstat(fd).is_ok_and(|st| {
+        nix::sys::stat::SFlag::from_bits_truncate(st.st_mode) & nix::sys::stat::SFlag::S_IFMT
+            == nix::sys::stat::SFlag::S_IFIFO
+    })
+}
+
+/// Whether `fd` has data (or its end) to read right now.
+fn readable_now(fd: BorrowedFd<'_>) -> bool {
+    let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+    poll(&mut fds, PollTimeout::ZERO).is_ok_and(|n| n > 0)
+}
+
+/// Block until `fd` has room to write.
+fn wait_writable(fd: BorrowedFd<'_>) {
+    let mut fds = [PollFd::new(fd, PollFlags::POLLOUT)];
+    let _ = poll(&mut fds, PollTimeout::NONE);
+}
+
+/// Read exactly `buf.len()` bytes that are known to be there.
+fn read_exactly(fd: BorrowedFd<'_>, mut buf: &mut [u8]) -> bool {
+    while !buf.is_empty() {
+        match nix::unistd::read(fd, buf) {
+            Ok(0) => return false,
+            Ok(n) => buf = &mut buf[n..],
+            Err(Errno::EINTR) => {}
+            Err(Errno::EAGAIN) => {
+                let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+                let _ = poll(&mut fds, PollTimeout::NONE);
+            }
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
 /// Write all of `bytes` to `fd`; false when the destination is gone.
 fn write_all(fd: i32, mut bytes: &[u8]) -> bool {
-    // SAFETY: fds 1 and 2 stay open for the life of the process.
-    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    let fd = dest_fd(fd);
     while !bytes.is_empty() {
         match nix::unistd::write(fd, bytes) {
             Ok(0) => return false,

@@ -214,6 +214,34 @@ fn without_patterns_the_child_writes_to_retrys_own_stdout() {
 }
 
 #[test]
+fn when_the_reader_goes_away_the_child_gets_sigpipe_as_without_retry() {
+    use std::io::Read;
+    let mut child = command()
+        .args(["-qq", "--retry-if-output", "x", "--", "yes"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 10];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // The pipe is closed here; `yes` dies of SIGPIPE, which is permanent.
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "retry kept going"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(&first, b"y\ny\ny\ny\ny\n");
+    assert_eq!(status.code(), Some(141));
+}
+
+#[test]
 fn a_process_that_escapes_the_group_does_not_hold_the_run() {
     let dir = scratch();
     let pid_file = dir.path().join("escaped");
