@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use clap::{ArgAction, Parser, ValueEnum};
 
 mod http;
+mod state;
 pub use http::HttpArgs;
+pub use state::StateArgs;
 
 /// What `-h` prints after the options: where the rest is.
 const AFTER_HELP: &str = "\
@@ -237,6 +239,9 @@ pub struct Cli {
 
     #[command(flatten)]
     pub http: HttpArgs,
+
+    #[command(flatten)]
+    pub state: StateArgs,
 
     /// Colour retry's own log prefix and outcome words [default: auto]
     ///

@@ -14,6 +14,8 @@ pub const INTERNAL: u8 = 125;
 pub const TIMED_OUT: u8 = 124;
 pub const NOT_EXECUTABLE: u8 = 126;
 pub const NOT_FOUND: u8 = 127;
+/// The group's circuit breaker is open: COMMAND was not run (EX_TEMPFAIL).
+pub const REFUSED: u8 = 75;
 
 // HTTP mode speaks curl's numbers, so scripts moving from `curl --fail` keep
 // their branches.

@@ -16,7 +16,9 @@ use crate::classify::{CodeSet, Rules};
 use crate::cli::{BackoffArg, Cli, JitterArg, LogFormatArg, NestedArg, WhenArg};
 
 mod http;
+mod state;
 pub use http::{Data, HttpOptions, IdempotencyKey, parse_statuses};
+pub use state::StateOptions;
 
 /// A usage error: printed as one line, exit status 2.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,6 +152,8 @@ pub struct Config {
     pub nesting: Nesting,
     /// Inside another retry, with the default `--nested multiply`: warn once.
     pub warn_nested: bool,
+    /// Pace, budget and breaker shared by a group of invocations.
+    pub state: StateOptions,
 }
 
 impl Config {
@@ -275,6 +279,7 @@ impl Config {
             max_attempts = Some(1);
         }
 
+        let state = state::from_args(cli.state)?;
         let http = http::from_args(cli.http)?;
         if http.is_some() {
             if !cli.command.is_empty() {
@@ -322,7 +327,7 @@ impl Config {
             Mode::Http {
                 request: Box::new(request),
             }
-        } else if cli.command.is_empty() {
+        } else if cli.command.is_empty() && !state.show {
             return Err(UsageError(
                 "missing COMMAND: usage is 'retry [OPTIONS] -- COMMAND [ARG]...', 'retry [OPTIONS] --http URL' or 'retry [OPTIONS] --dry-run'"
                     .to_string(),
@@ -378,6 +383,7 @@ impl Config {
             },
             nesting,
             warn_nested: nested && !nested_single,
+            state,
         })
     }
 }
