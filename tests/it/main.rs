@@ -3,5 +3,6 @@
 mod core;
 mod http;
 mod process;
+mod pty;
 mod ship;
 mod util;
