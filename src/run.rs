@@ -210,15 +210,15 @@ where
         }
         // Hook 3: the group's budget must allow the retry, and its pace may
         // push the start to a later slot (never past --max-time).
-        let delay = match state.plan(delay, log, signals, deadline).await {
-            Ok(Next::Go { wait, .. }) => wait,
+        let (delay, paced) = match state.plan(delay, log, signals, deadline).await {
+            Ok(Next::Go { wait, paced }) => (wait, paced),
             Ok(Next::BudgetSpent { tokens, max: of }) => {
                 report(log, None);
                 let reason = format!(
                     "the group's retry budget is spent ({tokens} of {of} tokens; retries need more than {})",
                     of / 2.0
                 );
-                return finish(End::Exhausted, &reason, log, status);
+                return finish(End::Refused, &reason, log, status);
             }
             Ok(Next::PastDeadline { wait }) => {
                 report(log, None);
@@ -238,6 +238,7 @@ where
                 delay,
                 ceiling: step.ceiling,
                 jitter: policy.delay.jitter.name(),
+                paced,
             }),
         );
         if let Some(sig) = signals.interrupted() {
@@ -264,7 +265,7 @@ where
 fn stopped(stop: Stop, attempts: u32, max: Option<u32>, log: &mut Logger) -> Finish {
     let (end, status, reason) = match stop {
         Stop::Interrupted(sig) => return interrupted_in_wait(sig as i32, attempts, max, log),
-        Stop::Refused(why) => (End::Permanent, Status::Exited(exit::REFUSED.into()), why),
+        Stop::Refused(why) => (End::Refused, Status::Exited(exit::REFUSED.into()), why),
         Stop::Deadline => (
             End::Deadline,
             Status::Exited(exit::INTERNAL.into()),

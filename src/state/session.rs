@@ -188,7 +188,7 @@ impl Session {
             Some(Reply::Admit(Admit::Trial)) => {
                 self.trial = true;
                 self.admitted = true;
-                log.emit(&Event::Warning {
+                log.emit(&Event::Note {
                     message: "the circuit breaker is half-open: this run is its trial",
                 });
                 Gate::Run
