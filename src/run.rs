@@ -104,11 +104,6 @@ where
         let ran = clock.now().saturating_duration_since(began);
         let verdict = classify(&status, &policy.rules);
         previous_exit = Some(exit::code(&status, Verdict::Retryable));
-        // Hook 2: the outcome counts against (or refills) the group's budget.
-        let success = verdict == Verdict::Success;
-        if let Err(stop) = state.record(success, log, signals, deadline).await {
-            return stopped(stop, number, max, log);
-        }
 
         let finish = |end, reason: &str, log: &mut Logger, status: Status| {
             let exit_code = exit::code(&status, verdict);
@@ -136,6 +131,18 @@ where
                 next,
             });
         };
+        // Hook 2: the outcome counts against (or refills) the group's budget.
+        match state
+            .record(verdict == Verdict::Success, log, signals, deadline)
+            .await
+        {
+            Ok(()) => {}
+            Err(Stop::Deadline) => {
+                report(log, None);
+                return finish(End::Deadline, STORE_DEADLINE, log, status);
+            }
+            Err(stop) => return stopped(stop, number, max, log),
+        }
 
         match verdict {
             Verdict::Success => {
@@ -229,6 +236,10 @@ where
                 );
                 return finish(End::Deadline, &reason, log, status);
             }
+            Err(Stop::Deadline) => {
+                report(log, None);
+                return finish(End::Deadline, STORE_DEADLINE, log, status);
+            }
             Err(stop) => return stopped(stop, number, max, log),
         };
         let wake = clock.now().checked_add(delay);
@@ -260,6 +271,8 @@ where
     }
 }
 
+const STORE_DEADLINE: &str = "--max-time ran out while asking the shared state store";
+
 /// The run ends on shared state's word: a refusal, an interrupt or the
 /// deadline while the store was asked, or a required store that failed.
 fn stopped(stop: Stop, attempts: u32, max: Option<u32>, log: &mut Logger) -> Finish {
@@ -268,8 +281,11 @@ fn stopped(stop: Stop, attempts: u32, max: Option<u32>, log: &mut Logger) -> Fin
         Stop::Refused(why) => (End::Refused, Status::Exited(exit::REFUSED.into()), why),
         Stop::Deadline => (
             End::Deadline,
-            Status::Exited(exit::INTERNAL.into()),
-            "--max-time ran out while asking the shared state store".to_string(),
+            Status::TimedOut {
+                limit: Limit::Deadline,
+                after: Duration::ZERO,
+            },
+            STORE_DEADLINE.to_string(),
         ),
         Stop::Failed(why) => (End::Permanent, Status::Exited(exit::INTERNAL.into()), why),
     };

@@ -3,17 +3,19 @@
 //! Each operation takes an exclusive lock on the group's `.lock` file, reads
 //! the state, applies the rule, writes a temporary file and renames it over
 //! the old one, so a reader never sees half a file and hundreds of concurrent
-//! invocations lose no update. The lock is polled with `try_lock` between
-//! short async sleeps: a process that holds it forever (stopped, stuck) costs
-//! a bounded wait, and a signal or the deadline can end the wait at any time.
+//! invocations lose no update. A process that holds the lock forever
+//! (stopped, stuck) costs a bounded wait, and a signal or the deadline can
+//! end the wait at any time.
 //! Files are 0600 in a 0700 directory. A file that does not parse is reported
 //! once and started afresh.
 
-use std::fs::{DirBuilder, File, OpenOptions, TryLockError};
+use std::fs::{DirBuilder, OpenOptions, TryLockError};
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::path::PathBuf;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, bail};
 
@@ -22,7 +24,7 @@ use super::rules::{self, GroupState, Micros, Op, Reply};
 
 /// The longest this store waits for another process's lock before it gives
 /// up (and the run goes on without shared state).
-pub const LOCK_WAIT: Duration = Duration::from_secs(2);
+pub const LOCK_WAIT: Duration = Duration::from_secs(3);
 
 pub struct LocalStore {
     dir: PathBuf,
@@ -33,75 +35,65 @@ impl LocalStore {
     pub fn new(dir: PathBuf) -> LocalStore {
         LocalStore { dir, warning: None }
     }
+}
 
-    /// Take the group's lock, polling so that waiting stays cancellable.
-    async fn lock(&self, group: &str) -> anyhow::Result<File> {
-        let path = self.dir.join(format!("{group}.lock"));
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
-        let start = Instant::now();
-        let mut pause = Duration::from_micros(50);
-        loop {
-            match file.try_lock() {
-                Ok(()) => return Ok(file),
-                Err(TryLockError::WouldBlock) => {}
-                Err(TryLockError::Error(e)) => {
-                    return Err(e).with_context(|| format!("cannot lock {}", path.display()));
-                }
-            }
-            if start.elapsed() >= LOCK_WAIT {
-                bail!(
-                    "{} stayed locked by another process for {}s",
-                    path.display(),
-                    LOCK_WAIT.as_secs()
-                );
-            }
-            tokio::time::sleep(pause).await;
-            pause = (pause * 2).min(Duration::from_millis(4));
-        }
-    }
+/// Sets the flag when dropped: the caller stopped waiting (gave up, or was
+/// cancelled by a signal or the deadline).
+struct Abandon(Arc<AtomicBool>);
 
-    fn read(&mut self, group: &str) -> anyhow::Result<GroupState> {
-        let path = self.dir.join(format!("{group}.json"));
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(GroupState::default()),
-            Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
-        };
-        match serde_json::from_slice(&bytes) {
-            Ok(s) => Ok(s),
-            Err(e) => {
-                self.warning = Some(format!(
-                    "state file {} is corrupt ({e}): starting it afresh",
-                    path.display()
-                ));
-                Ok(GroupState::default())
-            }
-        }
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
     }
+}
 
-    fn write(&self, group: &str, state: &GroupState) -> anyhow::Result<()> {
-        let path = self.dir.join(format!("{group}.json"));
-        // Only the lock holder writes, so one fixed temporary name is enough.
-        let tmp = self.dir.join(format!("{group}.json.tmp"));
-        let data = serde_json::to_vec(state).context("cannot encode the state")?;
-        let mut f = OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .mode(0o600)
-            .open(&tmp)
-            .with_context(|| format!("cannot create {}", tmp.display()))?;
-        f.write_all(&data)
-            .with_context(|| format!("cannot write {}", tmp.display()))?;
-        drop(f);
-        std::fs::rename(&tmp, &path).with_context(|| format!("cannot replace {}", path.display()))
+/// One locked read-modify-write: the group's lock is held from here to the
+/// end of the function. Returns the reply and a warning about a corrupt file.
+fn locked_apply(dir: &Path, group: &str, op: Op) -> anyhow::Result<(Reply, Option<String>)> {
+    let (mut state, warning) = read(dir, group)?;
+    let before = state;
+    let reply = rules::apply(&mut state, now(), op);
+    if state != before || warning.is_some() {
+        write(dir, group, &state)?;
     }
+    Ok((reply, warning))
+}
+
+fn read(dir: &Path, group: &str) -> anyhow::Result<(GroupState, Option<String>)> {
+    let path = dir.join(format!("{group}.json"));
+    let bytes = match std::fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok((GroupState::default(), None)),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    Ok(match serde_json::from_slice(&bytes) {
+        Ok(s) => (s, None),
+        Err(e) => (
+            GroupState::default(),
+            Some(format!(
+                "state file {} is corrupt ({e}): starting it afresh",
+                path.display()
+            )),
+        ),
+    })
+}
+
+fn write(dir: &Path, group: &str, state: &GroupState) -> anyhow::Result<()> {
+    let path = dir.join(format!("{group}.json"));
+    // Only the lock holder writes, so one fixed temporary name is enough.
+    let tmp = dir.join(format!("{group}.json.tmp"));
+    let data = serde_json::to_vec(state).context("cannot encode the state")?;
+    let mut f = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(&tmp)
+        .with_context(|| format!("cannot create {}", tmp.display()))?;
+    f.write_all(&data)
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    drop(f);
+    std::fs::rename(&tmp, &path).with_context(|| format!("cannot replace {}", path.display()))
 }
 
 /// The wall clock in microseconds: the one clock every local invocation shares.
@@ -120,13 +112,59 @@ impl Store for LocalStore {
             .with_context(|| format!("cannot create {}", self.dir.display()))
     }
 
+    /// Uncontended, the lock is taken and the update made at once. Otherwise
+    /// a thread of its own waits in the kernel's queue for the lock (fair, no
+    /// polling) and makes the update as soon as it holds it, so the lock is
+    /// never held across a hand-over between threads; this future waits for
+    /// that thread at most [`LOCK_WAIT`]. The thread is never joined: once
+    /// the caller has stopped waiting, a lock it still gets is released
+    /// untouched, and a thread still blocked cannot keep the process alive
+    /// after retry has decided to exit.
     async fn apply(&mut self, group: &str, op: Op) -> anyhow::Result<Reply> {
-        let _lock = self.lock(group).await?;
-        let mut state = self.read(group)?;
-        let before = state;
-        let reply = rules::apply(&mut state, now(), op);
-        if state != before || self.warning.is_some() {
-            self.write(group, &state)?;
+        let path = self.dir.join(format!("{group}.lock"));
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        let (reply, warning) = match file.try_lock() {
+            Ok(()) => locked_apply(&self.dir, group, op)?,
+            Err(TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("cannot lock {}", path.display()));
+            }
+            Err(TryLockError::WouldBlock) => {
+                let abandoned = Arc::new(AtomicBool::new(false));
+                let _guard = Abandon(Arc::clone(&abandoned));
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                let (dir, group_owned) = (self.dir.clone(), group.to_string());
+                std::thread::Builder::new()
+                    .name("state-lock".into())
+                    .spawn(move || {
+                        let result = file.lock().context("cannot lock").and_then(|()| {
+                            if abandoned.load(Ordering::SeqCst) {
+                                anyhow::bail!("abandoned");
+                            }
+                            locked_apply(&dir, &group_owned, op)
+                        });
+                        drop(file);
+                        let _ = tx.send(result);
+                    })
+                    .context("cannot start a thread to wait for the lock")?;
+                match tokio::time::timeout(LOCK_WAIT, rx).await {
+                    Ok(Ok(result)) => result.with_context(|| path.display().to_string())?,
+                    Ok(Err(_)) => bail!("the thread waiting for {} ended", path.display()),
+                    Err(_) => bail!(
+                        "{} stayed locked by another process for {}s",
+                        path.display(),
+                        LOCK_WAIT.as_secs()
+                    ),
+                }
+            }
+        };
+        if warning.is_some() {
+            self.warning = warning;
         }
         Ok(reply)
     }

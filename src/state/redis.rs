@@ -148,7 +148,7 @@ impl Store for RedisStore {
         let mut call = self.script.key(&key);
         let flag = |b: bool| if b { "1" } else { "0" };
         match op {
-            Op::Admit(b) => call.arg("admit").arg(TTL_MS).arg(arg(Some(b.cooldown))),
+            Op::Admit { lease } => call.arg("admit").arg(TTL_MS).arg(arg(Some(lease))),
             Op::Record { budget, success } => call
                 .arg("record")
                 .arg(TTL_MS)
@@ -188,7 +188,7 @@ impl Store for RedisStore {
             .context("the state script failed")?;
         let at = |i: usize| v.get(i).copied().unwrap_or(0);
         Ok(match op {
-            Op::Admit(_) => Reply::Admit(match at(0) {
+            Op::Admit { .. } => Reply::Admit(match at(0) {
                 0 => Admit::Closed,
                 1 => Admit::Trial,
                 2 => Admit::Open {

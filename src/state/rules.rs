@@ -156,8 +156,10 @@ impl GroupState {
         }
     }
 
-    /// Before an invocation's first attempt.
-    pub fn admit(&mut self, now: Micros, breaker: Breaker) -> Admit {
+    /// Before an invocation's first attempt. A trial holds its place for
+    /// `lease`: long enough to finish, short enough that a trial that never
+    /// reports (killed, host gone) cannot keep the circuit stuck half-open.
+    pub fn admit(&mut self, now: Micros, lease: Micros) -> Admit {
         if self.open_until == 0 {
             return Admit::Closed;
         }
@@ -171,9 +173,7 @@ impl GroupState {
                 wait: self.trial_until - now,
             };
         }
-        // A trial that never reported (killed, host gone) gives way to a new
-        // one after its lease, so the circuit cannot stay stuck half-open.
-        self.trial_until = now.saturating_add(breaker.cooldown.max(1));
+        self.trial_until = now.saturating_add(lease.max(1));
         Admit::Trial
     }
 
@@ -205,7 +205,9 @@ impl GroupState {
 /// One read-modify-write of a group's state, as a store carries it out.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Op {
-    Admit(Breaker),
+    Admit {
+        lease: Micros,
+    },
     Record {
         budget: Budget,
         success: bool,
@@ -237,7 +239,7 @@ pub enum Reply {
 /// Apply `op` to `state` at `now`: the whole of what a store does under its lock.
 pub fn apply(state: &mut GroupState, now: Micros, op: Op) -> Reply {
     match op {
-        Op::Admit(breaker) => Reply::Admit(state.admit(now, breaker)),
+        Op::Admit { lease } => Reply::Admit(state.admit(now, lease)),
         Op::Record { budget, success } => {
             state.record(budget, success);
             Reply::Done
@@ -454,17 +456,17 @@ mod tests {
     fn breaker_opens_after_threshold_consecutive_failures() {
         let mut g = GroupState::default();
         for i in 0..2 {
-            assert_eq!(g.admit(i * S, BR), Admit::Closed);
+            assert_eq!(g.admit(i * S, BR.cooldown), Admit::Closed);
             g.finish(i * S, BR, false, false);
         }
         // A success in between resets the count.
         g.finish(2 * S, BR, true, false);
         for i in 3..6 {
-            assert_eq!(g.admit(i * S, BR), Admit::Closed);
+            assert_eq!(g.admit(i * S, BR.cooldown), Admit::Closed);
             g.finish(i * S, BR, false, false);
         }
         assert_eq!(g.open_until, 15 * S);
-        assert_eq!(g.admit(6 * S, BR), Admit::Open { wait: 9 * S });
+        assert_eq!(g.admit(6 * S, BR.cooldown), Admit::Open { wait: 9 * S });
     }
 
     #[test]
@@ -474,14 +476,17 @@ mod tests {
             open_until: 10 * S,
             ..GroupState::default()
         };
-        assert_eq!(g.admit(10 * S, BR), Admit::Trial);
+        assert_eq!(g.admit(10 * S, BR.cooldown), Admit::Trial);
         // Everyone else starting at the same time is refused while it runs.
         for _ in 0..19 {
-            assert_eq!(g.admit(10 * S, BR), Admit::TrialUnderWay { wait: 10 * S });
+            assert_eq!(
+                g.admit(10 * S, BR.cooldown),
+                Admit::TrialUnderWay { wait: 10 * S }
+            );
         }
         g.finish(11 * S, BR, true, true);
         assert_eq!(g, GroupState::default());
-        assert_eq!(g.admit(11 * S, BR), Admit::Closed);
+        assert_eq!(g.admit(11 * S, BR.cooldown), Admit::Closed);
     }
 
     #[test]
@@ -491,11 +496,11 @@ mod tests {
             open_until: 10 * S,
             ..GroupState::default()
         };
-        assert_eq!(g.admit(12 * S, BR), Admit::Trial);
+        assert_eq!(g.admit(12 * S, BR.cooldown), Admit::Trial);
         g.finish(13 * S, BR, false, true);
         assert_eq!((g.open_until, g.trial_until), (23 * S, 0));
-        assert_eq!(g.admit(14 * S, BR), Admit::Open { wait: 9 * S });
-        assert_eq!(g.admit(23 * S, BR), Admit::Trial);
+        assert_eq!(g.admit(14 * S, BR.cooldown), Admit::Open { wait: 9 * S });
+        assert_eq!(g.admit(23 * S, BR.cooldown), Admit::Trial);
     }
 
     #[test]
@@ -504,9 +509,12 @@ mod tests {
             open_until: 10 * S,
             ..GroupState::default()
         };
-        assert_eq!(g.admit(10 * S, BR), Admit::Trial);
-        assert!(matches!(g.admit(19 * S, BR), Admit::TrialUnderWay { .. }));
-        assert_eq!(g.admit(20 * S, BR), Admit::Trial);
+        assert_eq!(g.admit(10 * S, BR.cooldown), Admit::Trial);
+        assert!(matches!(
+            g.admit(19 * S, BR.cooldown),
+            Admit::TrialUnderWay { .. }
+        ));
+        assert_eq!(g.admit(20 * S, BR.cooldown), Admit::Trial);
     }
 
     #[test]
@@ -520,7 +528,7 @@ mod tests {
         assert_eq!((g.open_until, g.failures), (11 * S, 4));
         // A late success from a run admitted earlier closes it: the service works.
         g.finish(6 * S, BR, true, false);
-        assert_eq!(g.admit(6 * S, BR), Admit::Closed);
+        assert_eq!(g.admit(6 * S, BR.cooldown), Admit::Closed);
     }
 
     #[test]

@@ -15,7 +15,10 @@ use crate::log::{Event, Logger, human};
 use crate::signals::Signals;
 
 /// The longest one state operation may take, whatever the store.
-pub const CALL_LIMIT: Duration = Duration::from_secs(3);
+pub const CALL_LIMIT: Duration = Duration::from_secs(5);
+
+/// How long a half-open trial without `--max-time` holds its place at least.
+pub const TRIAL_LEASE: Duration = Duration::from_secs(60);
 
 /// What an invocation uses of shared state, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,8 +176,21 @@ impl Session {
         let Some(breaker) = self.features.as_ref().and_then(|f| f.breaker) else {
             return Ok(Gate::Run);
         };
+        // A trial's place is held until its own --max-time (and a moment to
+        // report), or else for the cooldown and at least TRIAL_LEASE.
+        let lease = match deadline {
+            Some(d) => d.saturating_duration_since(Instant::now()) + Duration::from_secs(1),
+            None => duration(breaker.cooldown).max(TRIAL_LEASE),
+        };
         let reply = self
-            .call(Op::Admit(breaker), log, signals, deadline)
+            .call(
+                Op::Admit {
+                    lease: micros(lease),
+                },
+                log,
+                signals,
+                deadline,
+            )
             .await?;
         Ok(match reply {
             Some(Reply::Admit(Admit::Open { wait })) => Gate::Refused(format!(
