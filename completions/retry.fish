@@ -34,6 +34,12 @@ complete -c retry -s o -l output -d 'Write the accepted response\'s body to FILE
 complete -c retry -l expect -d 'Statuses that count as success (e.g. 200,204 or 2xx) [default: 2xx]' -r
 complete -c retry -l retry-status -d 'Statuses worth retrying, replacing the default 408,429,500,502-504' -r
 complete -c retry -l idempotency-key -d 'Send this Idempotency-Key on every attempt (\'auto\': a random UUID), so POST and PATCH may be retried' -r
+complete -c retry -l group -d 'Share pace, budget and breaker with every invocation of the same group' -r
+complete -c retry -l state -d 'Where the group\'s state lives: a directory, or redis://, rediss://, unix:// [default: ~/.local/state/retry]' -r
+complete -c retry -l pace -d 'Start the group\'s retries at no more than RATE, e.g. 20/s or 600/m' -r
+complete -c retry -l pace-burst -d 'Retries of the group that may start at once under --pace [default: 1]' -r
+complete -c retry -l budget -d 'Stop retrying while the whole group fails: a shared retry budget [default: 100:0.1]' -r
+complete -c retry -l breaker -d 'After THRESHOLD failed runs in a row, refuse to run for COOLDOWN (exit 75) [default: 5:30s]' -r
 complete -c retry -l color -d 'Colour retry\'s own log prefix and outcome words [default: auto]' -r -f -a "auto\t'decide from the surroundings'
 always\t''
 never\t''"
@@ -47,6 +53,8 @@ complete -c retry -l replay-stdin -d 'Read stdin once and give every attempt the
 complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the final give-up line, -qq nothing'
 complete -c retry -s v -l verbose -d 'More log lines: attempt starts and the command line'
 complete -c retry -l retry-non-idempotent -d 'Retry POST and PATCH even without an idempotency key'
+complete -c retry -l state-required -d 'Exit 125 when the state store cannot be used, instead of running without it'
+complete -c retry -l state-show -d 'Print the group\'s pace schedule, budget count and breaker state, and exit'
 complete -c retry -l dry-run -d 'Print the delay schedule this policy produces and run nothing'
 complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retry -s V -l version -d 'Print version'

@@ -61,6 +61,14 @@ module completions {
     --retry-status: string    # Statuses worth retrying, replacing the default 408,429,500,502-504
     --idempotency-key: string # Send this Idempotency-Key on every attempt ('auto': a random UUID), so POST and PATCH may be retried
     --retry-non-idempotent    # Retry POST and PATCH even without an idempotency key
+    --group: string           # Share pace, budget and breaker with every invocation of the same group
+    --state: string           # Where the group's state lives: a directory, or redis://, rediss://, unix:// [default: ~/.local/state/retry]
+    --state-required          # Exit 125 when the state store cannot be used, instead of running without it
+    --state-show              # Print the group's pace schedule, budget count and breaker state, and exit
+    --pace: string            # Start the group's retries at no more than RATE, e.g. 20/s or 600/m
+    --pace-burst: string      # Retries of the group that may start at once under --pace [default: 1]
+    --budget: string          # Stop retrying while the whole group fails: a shared retry budget [default: 100:0.1]
+    --breaker: string         # After THRESHOLD failed runs in a row, refuse to run for COOLDOWN (exit 75) [default: 5:30s]
     --color: string@"nu-complete retry color" # Colour retry's own log prefix and outcome words [default: auto]
     --ci-annotations: string@"nu-complete retry ci_annotations" # GitHub Actions annotations for failed attempts and giving up [default: auto]
     --dry-run                 # Print the delay schedule this policy produces and run nothing

@@ -37,6 +37,7 @@ Exit status:
   126/127  COMMAND cannot be executed / was not found (never retried)
   128+N    the last attempt died of signal N, or retry was interrupted by it
   2        usage error
+  75       the group's circuit breaker is open: COMMAND was not run
   125      retry itself failed (e.g. cannot write its log file)
   HTTP mode: 22 final status not accepted, 6 DNS failure, 7 cannot connect,
   28 timed out, 35 TLS error
