@@ -154,11 +154,13 @@ where
             &mut state,
         )
         .await;
-        // The breaker hears how the run ended, unless a signal ended it.
+        // The breaker hears how the run ended, unless a signal ended it. A
+        // store too slow to hear it in time leaves the run's status as it is.
         if finish.end != log::End::Interrupted {
             let ok = finish.exit_code == exit::SUCCESS;
-            if let Err(stop) = state.finish(ok, log, &mut signals).await {
-                return Err(state_stopped(stop, log));
+            match state.finish(ok, log, &mut signals).await {
+                Ok(()) | Err(state::Stop::Deadline) => {}
+                Err(stop) => return Err(state_stopped(stop, log)),
             }
         }
         Ok((finish, attempt))

@@ -17,6 +17,9 @@ use crate::signals::Signals;
 /// The longest one state operation may take, whatever the store.
 pub const CALL_LIMIT: Duration = Duration::from_secs(5);
 
+/// How long the breaker's last word may take once the run is over.
+pub const FINISH_LIMIT: Duration = Duration::from_secs(1);
+
 /// How long a half-open trial without `--max-time` holds its place at least.
 pub const TRIAL_LEASE: Duration = Duration::from_secs(60);
 
@@ -275,6 +278,8 @@ impl Session {
 
     /// The invocation is over: tell the breaker how it went. An invocation
     /// the breaker refused, or one that ended by a signal, tells it nothing.
+    /// It may take [`FINISH_LIMIT`] even past `--max-time`: a run that timed
+    /// out is just what the breaker must count.
     pub async fn finish(
         &mut self,
         success: bool,
@@ -292,7 +297,8 @@ impl Session {
             success,
             trial: self.trial,
         };
-        self.call(op, log, signals, None).await.map(|_| ())
+        let limit = Instant::now() + FINISH_LIMIT;
+        self.call(op, log, signals, Some(limit)).await.map(|_| ())
     }
 }
 
@@ -310,6 +316,8 @@ async fn bounded<T>(
         _ => (limit, false),
     };
     tokio::select! {
+        // The call first: one that is done at once wins over a deadline that passed.
+        biased;
         r = call => Ok(r),
         sig = signals.next_interrupt() => Err(Stop::Interrupted(sig)),
         () = tokio::time::sleep_until(until.into()) => if by_deadline {

@@ -723,3 +723,123 @@ fn features_without_a_group_are_a_usage_error() {
     out.expect_code(0);
     assert!(out.stdout_text().starts_with("group:   from-env\n"));
 }
+
+// ---- both stores carry out the same rules ----
+
+/// The same sequence of operations on the pure rules, the local store and
+/// Redis gives the same answers (pace waits compared to the millisecond:
+/// each store reads its own clock).
+#[test]
+fn both_stores_apply_the_pure_rules() {
+    use retry_tool::state::rules::{
+        Admit, Breaker, Budget, GroupState, Op, Pace, Plan, Reply, apply,
+    };
+    use retry_tool::state::{AnyStore, Store as _, StoreAt};
+
+    const S: u64 = 1_000_000;
+    let budget = Budget {
+        max_milli: 4_000,
+        ratio_milli: 500,
+    };
+    let breaker = Breaker {
+        threshold: 2,
+        cooldown: 3_600 * S,
+    };
+    let pace = Pace {
+        interval: 3_600 * S,
+        burst: 2,
+    };
+    let plan = |deadline_in| Op::Plan {
+        delay: 0,
+        deadline_in,
+        budget: Some(budget),
+        pace: Some(pace),
+    };
+    let finish = |success, trial| Op::Finish {
+        breaker,
+        success,
+        trial,
+    };
+    let record = |success| Op::Record { budget, success };
+    let ops = [
+        plan(None),
+        plan(None),
+        plan(Some(10 * S)),
+        plan(None),
+        record(false),
+        record(false),
+        plan(None),
+        record(true),
+        plan(None),
+        Op::Admit { lease: 60 * S },
+        finish(false, false),
+        finish(false, false),
+        Op::Admit { lease: 60 * S },
+        finish(true, false),
+        Op::Admit { lease: 60 * S },
+        finish(false, false),
+        finish(false, false),
+        finish(false, false),
+        Op::Admit { lease: 60 * S },
+    ];
+    // Durations are what differ between clocks: keep whole seconds.
+    let coarse = |r: Reply| match r {
+        Reply::Plan(Plan::Go { wait, paced }) => Reply::Plan(Plan::Go {
+            wait: (wait + S / 2) / S,
+            paced: (paced + S / 2) / S,
+        }),
+        Reply::Plan(Plan::PastDeadline { wait }) => Reply::Plan(Plan::PastDeadline {
+            wait: (wait + S / 2) / S,
+        }),
+        Reply::Admit(Admit::Open { wait }) => Reply::Admit(Admit::Open {
+            wait: (wait + S / 2) / S,
+        }),
+        other => other,
+    };
+    let mut model = GroupState::default();
+    let now = 1_700_000_000 * S;
+    let want: Vec<Reply> = ops
+        .iter()
+        .map(|op| coarse(apply(&mut model, now, *op)))
+        .collect();
+    assert_eq!(
+        want[..4],
+        [
+            Reply::Plan(Plan::Go { wait: 0, paced: 0 }),
+            Reply::Plan(Plan::Go { wait: 0, paced: 0 }),
+            Reply::Plan(Plan::PastDeadline { wait: 3_600 }),
+            Reply::Plan(Plan::Go {
+                wait: 3_600,
+                paced: 3_600
+            }),
+        ]
+    );
+
+    let dir = scratch();
+    let redis = Redis::unix();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    for at in [
+        StoreAt::Dir(dir.path().join("state")),
+        StoreAt::Url(redis.url.clone()),
+    ] {
+        let mut store = AnyStore::new(&at).expect("store");
+        rt.block_on(store.open()).expect("open");
+        let got: Vec<Reply> = ops
+            .iter()
+            .map(|op| coarse(rt.block_on(store.apply("same", *op)).expect("apply")))
+            .collect();
+        assert_eq!(got, want, "{at:?}");
+        let Reply::Show { state, .. } = rt.block_on(store.apply("same", Op::Show)).expect("show")
+        else {
+            panic!("show");
+        };
+        assert_eq!(
+            (state.tokens_milli, state.failures),
+            (model.tokens_milli, model.failures),
+            "{at:?}"
+        );
+    }
+}
