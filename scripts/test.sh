@@ -8,8 +8,10 @@ cd "$(dirname "$0")/.."
 need=()
 command -v sh >/dev/null || need+=(dash)
 command -v sleep >/dev/null || need+=(coreutils)
-# The shared-state tests start their own Redis servers.
+# The shared-state tests start their own Redis servers, one of them with a
+# TLS certificate made on the spot.
 command -v redis-server >/dev/null || need+=(redis-server)
+command -v openssl >/dev/null || need+=(openssl)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
   $sudo apt-get update -qq

@@ -136,7 +136,7 @@ impl Session {
         let Some(f) = &self.features else {
             return Ok(());
         };
-        let what = format!("shared state at {}: {e:#}", f.at.shown());
+        let what = format!("shared state at {}: {}", f.at.shown(), one_line(e));
         if f.required {
             return Err(Stop::Failed(format!("{what} (--state-required)")));
         }
@@ -302,6 +302,23 @@ impl Session {
     }
 }
 
+/// An error and its causes on one line, each cause once: some errors repeat
+/// their source's text in their own.
+fn one_line(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out.replace('\n', " ")
+}
+
 /// Run a store call within [`CALL_LIMIT`] and the deadline, giving way to a
 /// terminating signal. Hitting the limit is a store failure; hitting the
 /// deadline ends the run.
@@ -330,7 +347,6 @@ async fn bounded<T>(
 
 /// `--state-show`: the group's state in words, for stdout.
 pub async fn show(features: &Features) -> anyhow::Result<String> {
-    use anyhow::Context as _;
     let mut store = AnyStore::new(&features.at)?;
     let (now, s) = async {
         store.open().await?;
@@ -340,7 +356,7 @@ pub async fn show(features: &Features) -> anyhow::Result<String> {
         }
     }
     .await
-    .with_context(|| format!("shared state at {}", features.at.shown()))?;
+    .map_err(|e| anyhow::anyhow!("shared state at {}: {}", features.at.shown(), one_line(&e)))?;
     let budget = features.budget.unwrap_or(Budget::DEFAULT);
     let breaker = features.breaker.unwrap_or(Breaker::DEFAULT);
     let pace = if s.tat > now {
@@ -383,4 +399,45 @@ pub async fn show(features: &Features) -> anyhow::Result<String> {
         features.group,
         features.at.shown()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn causes_are_listed_once_on_one_line() {
+        let e = anyhow::anyhow!("invalid peer certificate: UnknownIssuer")
+            .context("cannot connect: invalid peer certificate: UnknownIssuer");
+        assert_eq!(
+            one_line(&e),
+            "cannot connect: invalid peer certificate: UnknownIssuer"
+        );
+        let e = anyhow::anyhow!("refused\nby peer").context("cannot connect");
+        assert_eq!(one_line(&e), "cannot connect: refused by peer");
+    }
+
+    #[test]
+    fn without_shared_state_every_answer_is_a_lone_runs() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let mut log = Logger::stderr();
+        let mut signals = Signals::none();
+        let mut s = Session::none();
+        rt.block_on(async {
+            assert_eq!(s.admit(&mut log, &mut signals, None).await, Ok(Gate::Run));
+            assert_eq!(s.record(false, &mut log, &mut signals, None).await, Ok(()));
+            let d = Duration::from_millis(7);
+            assert_eq!(
+                s.plan(d, &mut log, &mut signals, None).await,
+                Ok(Next::Go {
+                    wait: d,
+                    paced: Duration::ZERO
+                })
+            );
+            assert_eq!(s.finish(false, &mut log, &mut signals).await, Ok(()));
+        });
+    }
 }

@@ -63,6 +63,108 @@ impl Redis {
         redis
     }
 
+    /// TLS only, on 127.0.0.1, with a certificate from a throwaway CA;
+    /// returns the server and the CA file to trust.
+    fn tls() -> (Redis, PathBuf) {
+        let dir = scratch();
+        let d = dir.path();
+        let openssl = |args: &[&str]| {
+            let ok = Command::new("openssl")
+                .args(args)
+                .current_dir(d)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .expect("openssl must be installed (scripts/test.sh installs it)")
+                .success();
+            assert!(ok, "openssl {args:?}");
+        };
+        openssl(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=retry test CA",
+        ]);
+        openssl(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "srv.key",
+            "-out",
+            "srv.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ]);
+        std::fs::write(
+            d.join("ext"),
+            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+        )
+        .expect("ext");
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "srv.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "srv.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "ext",
+        ]);
+        let port = free_port();
+        let p = port.to_string();
+        let f = |n: &str| path_str(&d.join(n));
+        let child = server(
+            d,
+            &[
+                "--port",
+                "0",
+                "--tls-port",
+                &p,
+                "--bind",
+                "127.0.0.1",
+                "--tls-cert-file",
+                &f("srv.pem"),
+                "--tls-key-file",
+                &f("srv.key"),
+                "--tls-ca-cert-file",
+                &f("ca.pem"),
+                "--tls-auth-clients",
+                "no",
+            ],
+        );
+        let ca = d.join("ca.pem");
+        let redis = Redis {
+            child,
+            url: format!("rediss://127.0.0.1:{port}/0"),
+            _dir: dir,
+        };
+        // Ready once the port accepts connections (a TLS handshake is the client's job).
+        let until = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < until, "redis-server (TLS) did not start");
+            thread::sleep(Duration::from_millis(20));
+        }
+        (redis, ca)
+    }
+
     fn wait_ready(&self, connect: impl Fn() -> Option<Conn>) {
         let until = Instant::now() + Duration::from_secs(10);
         loop {
@@ -483,6 +585,49 @@ fn a_failed_trial_reopens_the_circuit() {
     thread::sleep(Duration::from_millis(600));
     retry_sh(&args, "exit 2").run().expect_code(2);
     retry_sh(&args, "exit 0").run().expect_code(75);
+}
+
+#[test]
+fn rediss_urls_speak_tls_and_check_the_certificate() {
+    let (redis, ca) = Redis::tls();
+    let args = [
+        "--group",
+        "g",
+        "--state",
+        &redis.url,
+        "--budget",
+        "--state-required",
+    ];
+    // Trusted through SSL_CERT_FILE, as for HTTP mode.
+    retry_sh(&args, "exit 0")
+        .env("SSL_CERT_FILE", &ca)
+        .run()
+        .expect_code(0);
+    let out = retry([
+        "--group",
+        "g",
+        "--state",
+        &redis.url,
+        "--state-show",
+        "--budget",
+        "10",
+    ])
+    .env("SSL_CERT_FILE", &ca)
+    .run();
+    out.expect_code(0);
+    assert!(
+        out.stdout_text().contains("budget:  10 of 10 tokens"),
+        "{}",
+        out.stdout_text()
+    );
+    // Not trusted: the store cannot be used.
+    let out = retry_sh(&args, "exit 0").run();
+    out.expect_code(125);
+    assert!(
+        out.stderr_text().contains("certificate"),
+        "{}",
+        out.stderr_text()
+    );
 }
 
 // ---- failing open, failing closed ----
