@@ -6,4 +6,5 @@ mod process;
 mod pty;
 mod ship;
 mod state;
+mod terminal;
 mod util;
