@@ -265,7 +265,7 @@ where
         let wake = wake.unwrap_or_else(|| now + Duration::from_secs(u32::MAX.into()));
         // The countdown lives only while no child runs, and is erased before
         // anything else is logged.
-        let countdown = log.countdown(step.delay, number.saturating_add(1), max);
+        let countdown = log.countdown(delay, number.saturating_add(1), max);
         let interrupt = tokio::select! {
             () = clock.sleep_until(wake) => None,
             sig = signals.next_interrupt() => Some(sig),
