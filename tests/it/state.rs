@@ -987,4 +987,18 @@ fn both_stores_apply_the_pure_rules() {
             "{at:?}"
         );
     }
+    // One key per group, named for the group, expiring a week after its last change.
+    let sock = redis.url.trim_start_matches("unix://");
+    let mut c = Conn::Unix(UnixStream::connect(sock).expect("connect"));
+    c.write_all(b"PTTL retry:{same}:state\r\n").expect("send");
+    let mut buf = [0u8; 64];
+    let n = c.read(&mut buf).expect("reply");
+    let reply = String::from_utf8_lossy(&buf[..n]);
+    let ttl: u64 = reply
+        .trim()
+        .trim_start_matches(':')
+        .parse()
+        .unwrap_or_else(|_| panic!("PTTL reply {reply:?}"));
+    let week = 7 * 24 * 3600 * 1000;
+    assert!(ttl > week - 60_000 && ttl <= week, "{ttl}");
 }
