@@ -159,7 +159,11 @@ fn our_sections(cmd: &clap::Command) -> Roff {
         ),
         (
             "125",
-            "retry's own failure, such as a log file it cannot write.",
+            "retry's own failure, such as a log file it cannot write, or a shared-state store that cannot be used with --state-required.",
+        ),
+        (
+            "75",
+            "The group's circuit breaker is open (--breaker): COMMAND was not run.",
         ),
         (
             "22",
@@ -205,6 +209,14 @@ fn our_sections(cmd: &clap::Command) -> Roff {
         (
             "GITHUB_ACTIONS",
             "When true, --ci-annotations auto writes a ::warning:: line for each failed attempt and an ::error:: line on giving up, which GitHub Actions shows as annotations.",
+        ),
+        (
+            "XDG_STATE_HOME, HOME",
+            "Where shared state lives without --state: $XDG_STATE_HOME/retry, else ~/.local/state/retry.",
+        ),
+        (
+            "SSL_CERT_FILE, SSL_CERT_DIR",
+            "Further certificates to trust for a rediss:// state store.",
         ),
     ] {
         tagged(&mut r, bold(name), meaning);
@@ -256,6 +268,14 @@ fn our_sections(cmd: &clap::Command) -> Roff {
         &[
             "retry --max-time 5m --cap 15s --http http://localhost:8080/healthz",
             "retry --max-time 5m -- curl -fsS http://localhost:8080/healthz",
+        ],
+    );
+    example(
+        &mut r,
+        "Jobs that cron starts every minute on one host share a retry budget and a circuit breaker; a fleet shares them, and a pace for its retries, through Redis:",
+        &[
+            "* * * * * retry --group db-jobs --budget 20 --breaker 3:5m --max-time 50s -q -- /usr/local/bin/sync",
+            "RETRY_GROUP=registry RETRY_STATE=rediss://redis.internal:6380/0 retry --pace 50/s --budget --breaker -- docker pull app",
         ],
     );
     example(
