@@ -116,7 +116,8 @@ impl RedisStore {
             let config = ConnectionManagerConfig::new()
                 .set_connection_timeout(Some(CONNECT_TIMEOUT))
                 .set_response_timeout(Some(COMMAND_TIMEOUT))
-                .set_number_of_retries(1);
+                // No retries of its own: a store that is not there now is run without.
+                .set_number_of_retries(0);
             let conn = self
                 .client
                 .get_connection_manager_with_config(config)
