@@ -316,6 +316,12 @@ impl Config {
             None => (None, crate::classify::HttpRules::default()),
         };
 
+        if state.show && (cli.dry_run || http_request.is_some() || !cli.command.is_empty()) {
+            return Err(UsageError(
+                "--state-show only prints the group's state: give it no COMMAND, --http or --dry-run"
+                    .to_string(),
+            ));
+        }
         let mode = if cli.dry_run {
             Mode::DryRun {
                 command: match &http_request {

@@ -860,6 +860,22 @@ fn features_without_a_group_are_a_usage_error() {
     .run();
     out.expect_code(2);
     assert!(out.stderr_text().contains("--pace") && out.stderr_text().contains("20/s"));
+    let out = retry([
+        "--group",
+        "g",
+        "--state",
+        "/tmp/x",
+        "--state-show",
+        "--",
+        "true",
+    ])
+    .run();
+    out.expect_code(2);
+    assert!(
+        out.stderr_text().contains("--state-show"),
+        "{}",
+        out.stderr_text()
+    );
     // The group may come from the environment.
     let dir = scratch();
     let out = retry(["--state-show", "--state", &path_str(dir.path())])
