@@ -8,7 +8,7 @@ use std::fmt;
 use std::time::Duration;
 
 mod http;
-pub use http::{HttpRules, NetFailure, StatusSet};
+pub use http::{HttpRules, NetFailure, RETRY_AFTER_MAX, StatusSet};
 
 /// What happened to one attempt, as reported by an attempt runner.
 #[derive(Debug, Clone, PartialEq, Eq)]

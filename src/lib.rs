@@ -12,9 +12,9 @@ pub mod classify;
 pub mod cli;
 pub mod exit;
 pub mod log;
+pub mod mask;
 pub mod policy;
 mod probe;
-pub mod redact;
 pub mod run;
 pub mod schedule;
 pub mod signals;
@@ -114,7 +114,7 @@ where
             log.error(&format!("cannot start: {e}"));
             exit::INTERNAL
         })?;
-    runtime.block_on(async {
+    let result = runtime.block_on(async {
         let mut signals = signals::Signals::install().map_err(|e| {
             log.error(&format!("cannot install signal handlers: {e}"));
             exit::INTERNAL
@@ -141,7 +141,11 @@ where
         )
         .await;
         Ok((finish, attempt))
-    })
+    });
+    // A DNS lookup that hangs holds a blocking thread the runtime would wait
+    // for on drop: leave it behind, so the decision is never held up.
+    runtime.shutdown_background();
+    result
 }
 
 /// The log as configured, or the exit status when `--log-file` cannot be

@@ -16,7 +16,7 @@ use crate::classify::{CodeSet, Rules};
 use crate::cli::{BackoffArg, Cli, JitterArg, LogFormatArg, NestedArg, WhenArg};
 
 mod http;
-pub use http::{Data, HttpOptions, IdempotencyKey, parse_statuses};
+pub use http::{Body, Data, HttpOptions, IdempotencyKey, parse_header, parse_statuses};
 
 /// A usage error: printed as one line, exit status 2.
 #[derive(Debug, Clone, PartialEq, Eq)]
