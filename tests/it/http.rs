@@ -1003,3 +1003,378 @@ fn ctrl_z_suspends_an_http_run_until_it_is_continued() {
     out.expect_code(0);
     assert_eq!(out.stdout_text(), "late");
 }
+
+// ---- TLS: trust, --cacert, SSL_CERT_FILE, --insecure ------------------------
+
+/// A CA, a server certificate it signed for 127.0.0.1, and their keys, made
+/// by the openssl command (scripts/test.sh installs it) in a fresh directory.
+struct Pki {
+    dir: tempfile::TempDir,
+}
+
+impl Pki {
+    fn new() -> Pki {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let run = |args: &[&str]| {
+            let out = std::process::Command::new("openssl")
+                .args(args)
+                .current_dir(dir.path())
+                .output()
+                .expect("run openssl (scripts/test.sh installs it)");
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+        ];
+        let mut ca = vec!["req", "-x509"];
+        ca.extend(ec);
+        ca.extend([
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=retry test CA",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign",
+        ]);
+        run(&ca);
+        let mut csr = vec!["req"];
+        csr.extend(ec);
+        csr.extend([
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ]);
+        run(&csr);
+        std::fs::write(
+            dir.path().join("ext.cnf"),
+            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+        )
+        .expect("write ext.cnf");
+        run(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "ext.cnf",
+        ]);
+        Pki { dir }
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.dir
+            .path()
+            .join(name)
+            .to_str()
+            .expect("utf-8")
+            .to_string()
+    }
+}
+
+/// An HTTPS server on 127.0.0.1 presenting `cert` (PEM chain) and `key`,
+/// answering every request with 200 "secure". Counts connections.
+struct TlsServer {
+    port: u16,
+    connections: Arc<Mutex<usize>>,
+}
+
+impl TlsServer {
+    fn start(cert: &str, key: &str) -> TlsServer {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
+            .expect("cert file")
+            .collect::<Result<_, _>>()
+            .expect("certs");
+        let key = PrivateKeyDer::from_pem_file(key).expect("key");
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = Arc::new(
+            rustls::ServerConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .expect("versions")
+                .with_no_client_auth()
+                .with_single_cert(certs, key)
+                .expect("server config"),
+        );
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let port = listener.local_addr().expect("addr").port();
+        let connections = Arc::new(Mutex::new(0usize));
+        let counted = Arc::clone(&connections);
+        thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(tcp) = stream else { continue };
+                *counted.lock().expect("lock") += 1;
+                let config = Arc::clone(&config);
+                thread::spawn(move || {
+                    let Ok(conn) = rustls::ServerConnection::new(config) else {
+                        return;
+                    };
+                    let mut tls = rustls::StreamOwned::new(conn, tcp);
+                    let mut got = Vec::new();
+                    let mut buf = [0u8; 1024];
+                    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match tls.read(&mut buf) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => got.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    let _ = tls.write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\nConnection: close\r\n\r\nsecure",
+                    );
+                    tls.conn.send_close_notify();
+                    let _ = tls.flush();
+                });
+            }
+        });
+        TlsServer { port, connections }
+    }
+
+    fn url(&self, host: &str) -> String {
+        format!("https://{host}:{}/", self.port)
+    }
+
+    fn connections(&self) -> usize {
+        *self.connections.lock().expect("lock")
+    }
+}
+
+#[test]
+fn a_certificate_from_an_unknown_authority_is_not_trusted() {
+    let pki = Pki::new();
+    let s = TlsServer::start(&pki.path("server.pem"), &pki.path("server.key"));
+    let r = retry(&["--http", &s.url("127.0.0.1"), "-b", "10ms"]);
+    assert_eq!(r.code, 35, "{}", r.stderr);
+    assert_eq!(s.connections(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("the server's certificate is not trusted"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.stderr.contains("--cacert"), "{}", r.stderr);
+    assert!(!r.stderr.contains("UnknownIssuer"), "{}", r.stderr);
+}
+
+#[test]
+fn cacert_adds_a_trust_anchor() {
+    let pki = Pki::new();
+    let s = TlsServer::start(&pki.path("server.pem"), &pki.path("server.key"));
+    let r = retry(&[
+        "--http",
+        &s.url("127.0.0.1"),
+        "--cacert",
+        &pki.path("ca.pem"),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "secure");
+
+    // The certificate names 127.0.0.1, not localhost.
+    let r = retry(&[
+        "--http",
+        &s.url("localhost"),
+        "--cacert",
+        &pki.path("ca.pem"),
+    ]);
+    assert_eq!(r.code, 35, "{}", r.stderr);
+    assert!(r.stderr.contains("name does not match"), "{}", r.stderr);
+
+    // A file that holds no certificate: a usage error, nothing sent.
+    let before = s.connections();
+    let r = retry(&[
+        "--http",
+        &s.url("127.0.0.1"),
+        "--cacert",
+        &pki.path("ext.cnf"),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--cacert"), "{}", r.stderr);
+    assert_eq!(s.connections(), before);
+}
+
+#[test]
+fn ssl_cert_file_is_honoured() {
+    let pki = Pki::new();
+    let s = TlsServer::start(&pki.path("server.pem"), &pki.path("server.key"));
+    let ca = pki.path("ca.pem");
+    let r = retry_env(&["--http", &s.url("127.0.0.1")], &[("SSL_CERT_FILE", &ca)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "secure");
+}
+
+#[test]
+fn a_ca_certificate_used_as_the_servers_own_is_explained() {
+    let pki = Pki::new();
+    let s = TlsServer::start(&pki.path("ca.pem"), &pki.path("ca.key"));
+    let r = retry(&[
+        "--http",
+        &s.url("127.0.0.1"),
+        "--cacert",
+        &pki.path("ca.pem"),
+    ]);
+    assert_eq!(r.code, 35, "{}", r.stderr);
+    assert!(r.stderr.contains("it is a CA certificate"), "{}", r.stderr);
+    assert!(!r.stderr.contains("OtherError"), "{}", r.stderr);
+}
+
+#[test]
+fn insecure_skips_verification_and_says_so() {
+    let pki = Pki::new();
+    let s = TlsServer::start(&pki.path("server.pem"), &pki.path("server.key"));
+    let r = retry(&["--http", &s.url("localhost"), "--insecure"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "secure");
+    assert!(
+        r.stderr
+            .contains("--insecure: the server's certificate is not verified"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn a_redirect_from_http_to_https_is_followed() {
+    let pki = Pki::new();
+    let tls = TlsServer::start(&pki.path("server.pem"), &pki.path("server.key"));
+    let plain = Server::start(vec![reply(301).header("Location", &tls.url("127.0.0.1"))]);
+    let r = retry(&["--http", &plain.url, "--cacert", &pki.path("ca.pem")]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "secure");
+    assert_eq!((plain.hits(), tls.connections()), (1, 1));
+}
+
+// ---- a DNS server that never answers ----------------------------------------
+
+/// Runs `retry ARGS` in a private network and mount namespace whose
+/// resolv.conf names 127.0.0.1, where a UDP socket is bound that reads
+/// nothing and answers nothing: the resolver waits its full 30 s. Returns
+/// the exit status, stderr, and how long retry took after its last log line;
+/// None (after saying why) where namespaces cannot be made.
+fn with_silent_dns(args: &[&str]) -> Option<(i32, String, Duration)> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let resolv = dir.path().join("resolv.conf");
+    std::fs::write(
+        &resolv,
+        "nameserver 127.0.0.1\noptions timeout:30 attempts:1\n",
+    )
+    .expect("write resolv.conf");
+    // The socket is bound before retry starts, and held until it ends.
+    let silent = "import socket, subprocess, sys\n\
+                  s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+                  s.bind(('127.0.0.1', 53))\n\
+                  sys.exit(subprocess.call(sys.argv[1:]))\n";
+    let script = r#"resolv=$1; py=$2; shift 2
+ip link set lo up || exit 97
+mount --bind "$resolv" /etc/resolv.conf || exit 98
+exec python3 -c "$py" "$@""#;
+    let mut child = std::process::Command::new("unshare")
+        .args(["--mount", "--net", "--", "sh", "-c", script, "sh"])
+        .arg(&resolv)
+        .arg(silent)
+        .arg(crate::util::bin())
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn unshare (util-linux)");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        let mut all = String::new();
+        let mut last_line_at = Instant::now();
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            last_line_at = Instant::now();
+            all.push_str(&line);
+            all.push('\n');
+        }
+        let _ = tx.send((all, last_line_at));
+    });
+    let status = child.wait().expect("wait");
+    let exited = Instant::now();
+    let (stderr, last_line_at) = rx.recv_timeout(Duration::from_secs(60)).expect("stderr");
+    let code = status.code().unwrap_or(-1);
+    if (code == 1 && stderr.contains("unshare")) || code == 97 || code == 98 {
+        eprintln!("SKIPPED: cannot make a private network and mount namespace here: {stderr}");
+        return None;
+    }
+    Some((code, stderr, exited.saturating_duration_since(last_line_at)))
+}
+
+#[test]
+fn a_dns_lookup_that_hangs_does_not_hold_retry_after_a_timeout() {
+    let started = Instant::now();
+    let Some((code, stderr, after)) = with_silent_dns(&[
+        "--http",
+        "http://hung.example:9/",
+        "--timeout",
+        "1s",
+        "-n",
+        "2",
+        "-b",
+        "10ms",
+    ]) else {
+        return;
+    };
+    assert_eq!(code, 28, "{stderr}");
+    assert!(stderr.contains("giving up after 2 attempts"), "{stderr}");
+    // The resolver would wait 30 s; retry leaves it behind.
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        after < Duration::from_millis(500),
+        "exited {after:?} after giving up"
+    );
+}
+
+#[test]
+fn a_dns_lookup_that_hangs_is_bounded_by_connect_timeout_and_max_time() {
+    for limit in [["--connect-timeout", "1s"], ["--max-time", "1s"]] {
+        let started = Instant::now();
+        let mut args = vec!["--http", "http://hung.example:9/", "-n", "1"];
+        args.extend(limit);
+        let Some((code, stderr, after)) = with_silent_dns(&args) else {
+            return;
+        };
+        assert_eq!(code, 28, "{limit:?}: {stderr}");
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{limit:?}: took {:?}",
+            started.elapsed()
+        );
+        assert!(
+            after < Duration::from_millis(500),
+            "{limit:?}: exited {after:?} after its last line"
+        );
+    }
+}
