@@ -27,13 +27,17 @@ use rand::SeedableRng;
 use rand::TryRng;
 use rand::rngs::{StdRng, SysRng};
 
-use attempt::process::{ProcessAttempt, StdinSource};
+use attempt::process::ProcessAttempt;
+use attempt::stdin::StdinSource;
 use log::{Event, Logger};
 use policy::{Config, Mode, Nesting};
 
 /// Run `retry` with the process's arguments; returns the exit status.
 pub fn main_entry() -> u8 {
     let started = Instant::now();
+    // Before anything changes a disposition: what the parent left ignored
+    // stays ignored.
+    signals::prepare();
     let cli = match parse_args() {
         Ok(cli) => cli,
         Err(e) => return clap_error(&e),

@@ -283,7 +283,7 @@ fn a_seed_reproduces_the_delays_of_a_real_run() {
 }
 
 #[test]
-fn log_file_takes_the_log_and_stderr_stays_clean() {
+fn log_file_keeps_the_full_record_and_stderr_only_the_give_up_line() {
     let dir = scratch();
     let log = dir.path().join("retry.log");
     let out = fast_sh(
@@ -292,11 +292,61 @@ fn log_file_takes_the_log_and_stderr_stays_clean() {
     )
     .run();
     out.expect_code(1);
-    assert!(out.stderr.is_empty(), "{}", out.stderr_text());
     assert_eq!(out.stdout_text(), "hi\nhi\n");
+    let stderr = out.stderr_lines();
+    assert_eq!(stderr.len(), 1, "{stderr:?}");
+    assert!(
+        stderr[0].starts_with("retry: giving up after 2 attempts"),
+        "{stderr:?}"
+    );
+    // The file has every event, -v's included: start, two attempt starts,
+    // two outcomes, and the end.
     let text = std::fs::read_to_string(&log).expect("log");
-    assert_eq!(text.lines().count(), 3, "{text}");
-    assert!(text.contains("giving up after 2 attempts"));
+    assert_eq!(text.lines().count(), 6, "{text}");
+    assert!(text.contains("retry: running sh -c"), "{text}");
+    assert!(text.contains("attempt 2/2 starting"), "{text}");
+    assert!(text.contains("giving up after 2 attempts"), "{text}");
+}
+
+#[test]
+fn log_file_keeps_the_full_record_even_when_quiet() {
+    let dir = scratch();
+    let log = dir.path().join("retry.jsonl");
+    let out = fast_sh(
+        &[
+            "-qq",
+            "--log-format",
+            "json",
+            "--max",
+            "2",
+            "--log-file",
+            &path_str(&log),
+        ],
+        "exit 1",
+    )
+    .run();
+    out.expect_code(1);
+    assert!(out.stderr.is_empty(), "{}", out.stderr_text());
+    let text = std::fs::read_to_string(&log).expect("log");
+    let events: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).expect("only JSON lines");
+            v["event"].as_str().expect("event").to_string()
+        })
+        .collect();
+    assert_eq!(
+        events,
+        [
+            "start",
+            "attempt_start",
+            "attempt",
+            "sleep",
+            "attempt_start",
+            "attempt",
+            "done"
+        ]
+    );
 }
 
 #[test]

@@ -3,5 +3,7 @@
 mod core;
 mod http;
 mod process;
+mod pty;
 mod ship;
+mod terminal;
 mod util;

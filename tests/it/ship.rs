@@ -2,10 +2,7 @@
 //! page kept fresh, help text pinned, GitHub Actions annotations, colour only
 //! where it belongs, and configuration by environment with flags winning.
 
-use std::ffi::OsStr;
-use std::io::Read;
 use std::path::Path;
-use std::process::Stdio;
 
 use assert_cmd::Command;
 
@@ -260,42 +257,10 @@ fn color_always_colours_even_into_a_pipe() {
     assert!(stderr.contains(ESC), "{stderr:?}");
 }
 
-/// Run retry with stdout and stderr on a pseudo-terminal; return everything
-/// the terminal received and the exit code.
+/// Run retry on a pseudo-terminal that is its controlling terminal; return
+/// everything the terminal received and the exit code.
 fn in_pty(args: &[&str], env: &[(&str, &str)]) -> (String, Option<i32>) {
-    let pty = nix::pty::openpty(None, None).expect("openpty");
-    let slave = std::fs::File::from(pty.slave);
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin!("retry"));
-    cmd.env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("TERM", "xterm")
-        .envs(env.iter().map(|(k, v)| (OsStr::new(k), OsStr::new(v))))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(slave.try_clone().expect("dup"))
-        .stderr(slave);
-    let mut child = cmd.spawn().expect("spawn retry");
-    // Our copies of the terminal's slave side must close, or reading the
-    // master never sees the end.
-    drop(cmd);
-    let mut master = std::fs::File::from(pty.master);
-    let reader = std::thread::spawn(move || {
-        let mut all = Vec::new();
-        let mut chunk = [0u8; 4096];
-        loop {
-            match master.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => all.extend_from_slice(&chunk[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                // Linux reports EIO once every slave descriptor is closed.
-                Err(_) => break,
-            }
-        }
-        all
-    });
-    let status = child.wait().expect("wait");
-    let all = reader.join().expect("reader");
-    (String::from_utf8_lossy(&all).into_owned(), status.code())
+    crate::pty::run_retry(args, env)
 }
 
 /// Two quick failures after `extra`: the waits are short, so no countdown
@@ -449,11 +414,10 @@ fn log_settings_come_from_the_environment_too() {
         .args(["--max", "1", "--", "false"])
         .output()
         .expect("runs");
-    assert!(
-        out.stderr.is_empty(),
-        "{:?}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    // The file has the record; stderr only the plain give-up line.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("retry: giving up"), "{stderr}");
     let written = std::fs::read_to_string(&log).expect("log file");
     assert!(written.lines().all(|l| l.starts_with('{')), "{written}");
     // The flag wins over RETRY_LOG_FORMAT.

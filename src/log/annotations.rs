@@ -1,0 +1,75 @@
+//! GitHub Actions annotations: a `::warning::` per failed attempt and an
+//! `::error::` on giving up, so a flaky step shows in the run's summary.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use super::events::{End, Event};
+use super::text;
+use crate::classify::Verdict;
+
+/// The workflow command for an event, if it gets one. Its text is the plain
+/// text log line.
+pub fn annotation(event: &Event<'_>, elapsed: Duration) -> Option<String> {
+    let level = match event {
+        Event::Attempt { verdict, .. } if *verdict != Verdict::Success => "warning",
+        Event::Done { end, .. } if !matches!(end, End::Success | End::Interrupted) => "error",
+        _ => return None,
+    };
+    let line = text::line(event, elapsed);
+    let message = line.strip_prefix("retry: ").unwrap_or(&line);
+    let mut out = format!("::{level} title=retry::");
+    // Workflow-command data escapes, so a message cannot end the command early.
+    for c in message.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '\r' => out.push_str("%0D"),
+            '\n' => out.push_str("%0A"),
+            c => out.push(c),
+        }
+    }
+    let _ = writeln!(out);
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::Status;
+
+    #[test]
+    fn annotation_lines_are_escaped_workflow_commands() {
+        let status = Status::Exited(1);
+        let failed = Event::Attempt {
+            attempt: 1,
+            max: Some(3),
+            status: &status,
+            verdict: Verdict::Retryable,
+            duration: Duration::from_millis(5),
+            next: None,
+        };
+        assert_eq!(
+            annotation(&failed, Duration::ZERO).as_deref(),
+            Some("::warning title=retry::attempt 1/3 failed (exit 1) after 5ms\n")
+        );
+        let done = Event::Done {
+            end: End::Permanent,
+            attempts: 1,
+            max: Some(3),
+            exit_code: 2,
+            reason: "100% broken\nreally",
+        };
+        let line = annotation(&done, Duration::ZERO).expect("an error annotation");
+        assert!(line.starts_with("::error title=retry::giving up after 1 attempt"));
+        assert!(line.contains("100%25 broken%0Areally"));
+        assert_eq!(line.matches('\n').count(), 1);
+        let ok = Event::Done {
+            end: End::Success,
+            attempts: 2,
+            max: Some(3),
+            exit_code: 0,
+            reason: "",
+        };
+        assert_eq!(annotation(&ok, Duration::ZERO), None);
+    }
+}

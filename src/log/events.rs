@@ -1,0 +1,78 @@
+//! What the retry loop reports: the events every log format renders.
+//!
+//! Plain data borrowed from the loop; rendering lives in `text` and `json`.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use crate::classify::{Status, Verdict};
+
+/// One planned wait before the next attempt.
+#[derive(Debug, Clone, Copy)]
+pub struct Wait {
+    pub delay: Duration,
+    pub ceiling: Duration,
+    pub jitter: &'static str,
+}
+
+/// How a run ended, as the `done` event reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    Success,
+    /// No attempts left.
+    Exhausted,
+    /// The last failure was permanent.
+    Permanent,
+    /// `--max-time` left no room for another attempt.
+    Deadline,
+    /// retry caught a terminating signal.
+    Interrupted,
+}
+
+impl End {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            End::Success => "success",
+            End::Exhausted => "exhausted",
+            End::Permanent => "permanent",
+            End::Deadline => "deadline",
+            End::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// Something worth a log line.
+#[derive(Debug)]
+pub enum Event<'a> {
+    /// The run begins (text: only with -v).
+    Start {
+        command: &'a [OsString],
+        max: Option<u32>,
+        seed: u64,
+    },
+    /// An attempt begins (only with -v).
+    AttemptStart { attempt: u32, max: Option<u32> },
+    /// An attempt ended; `next` is the wait before the following one, if any.
+    Attempt {
+        attempt: u32,
+        max: Option<u32>,
+        status: &'a Status,
+        verdict: Verdict,
+        duration: Duration,
+        next: Option<Wait>,
+    },
+    /// The run is over.
+    Done {
+        end: End,
+        attempts: u32,
+        max: Option<u32>,
+        exit_code: u8,
+        reason: &'a str,
+    },
+    /// Something worth knowing that does not change the run.
+    Warning { message: &'a str },
+    /// Detail only `-v` shows (leftover processes stopped, and the like).
+    Note { message: &'a str },
+    /// retry's own failure: it cannot go on.
+    Error { message: &'a str },
+}

@@ -1,0 +1,207 @@
+//! The text log: one `retry: ...` line per event, and the colouring of
+//! retry's own words in it.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use anstyle::{AnsiColor, Style};
+
+use super::events::{End, Event};
+use crate::classify::{Verdict, round_ms};
+
+/// A duration for people: whole milliseconds, `870ms`, `2s 312ms`, `1m 5s`.
+pub fn human(d: Duration) -> String {
+    humantime::format_duration(round_ms(d)).to_string()
+}
+
+/// `3/5`, or `3` without a limit.
+pub fn of_max(attempt: u32, max: Option<u32>) -> String {
+    match max {
+        Some(m) => format!("{attempt}/{m}"),
+        None => attempt.to_string(),
+    }
+}
+
+/// Quote a command line the way a shell would read it back.
+pub fn shell_line(command: &[OsString]) -> String {
+    let words: Vec<String> = command
+        .iter()
+        .map(|w| {
+            let w = w.to_string_lossy();
+            shlex::try_quote(&w).map_or_else(|_| format!("{w:?}"), |q| q.into_owned())
+        })
+        .collect();
+    words.join(" ")
+}
+
+/// The text line for an event (without the newline); `elapsed` is the time
+/// since retry started.
+pub fn line(event: &Event<'_>, elapsed: Duration) -> String {
+    match event {
+        Event::Start { command, max, seed } => format!(
+            "retry: running {} ({}, seed {seed})",
+            shell_line(command),
+            match max {
+                Some(1) => "1 attempt".to_string(),
+                Some(m) => format!("up to {m} attempts"),
+                None => "until it succeeds".to_string(),
+            }
+        ),
+        Event::AttemptStart { attempt, max } => {
+            format!("retry: attempt {} starting", of_max(*attempt, *max))
+        }
+        Event::Attempt {
+            attempt,
+            max,
+            status,
+            verdict,
+            duration,
+            next,
+        } => {
+            let n = of_max(*attempt, *max);
+            let d = human(*duration);
+            match (verdict, next) {
+                (Verdict::Success, _) => {
+                    format!("retry: attempt {n} succeeded ({status}) after {d}")
+                }
+                (_, Some(w)) if w.jitter == "none" => format!(
+                    "retry: attempt {n} failed ({status}) after {d}; next in {} (no jitter)",
+                    human(w.delay)
+                ),
+                (_, Some(w)) => format!(
+                    "retry: attempt {n} failed ({status}) after {d}; next in {} ({} jitter, ceiling {})",
+                    human(w.delay),
+                    w.jitter,
+                    human(w.ceiling)
+                ),
+                (_, None) => format!("retry: attempt {n} failed ({status}) after {d}"),
+            }
+        }
+        Event::Done {
+            end,
+            attempts,
+            max,
+            exit_code,
+            reason,
+        } => {
+            let plural = if *attempts == 1 { "" } else { "s" };
+            match end {
+                End::Success => format!(
+                    "retry: succeeded on attempt {} after {}",
+                    of_max(*attempts, *max),
+                    human(elapsed)
+                ),
+                End::Interrupted => format!("retry: {reason}; exiting {exit_code}"),
+                _ => format!(
+                    "retry: giving up after {attempts} attempt{plural} in {}: {reason}; exiting {exit_code}",
+                    human(elapsed)
+                ),
+            }
+        }
+        Event::Warning { message } => format!("retry: warning: {message}"),
+        Event::Note { message } | Event::Error { message } => format!("retry: {message}"),
+    }
+}
+
+pub const PREFIX: Style = Style::new().bold();
+const GOOD: Style = AnsiColor::Green.on_default();
+const BAD: Style = AnsiColor::Red.on_default().bold();
+const WARN: Style = AnsiColor::Yellow.on_default();
+
+pub fn paint_word(word: &str, style: Style) -> String {
+    format!("{style}{word}{style:#}")
+}
+
+/// Colour a text line: its `retry:` prefix and the first outcome word. The
+/// words are retry's own; nothing the child printed passes through here.
+pub fn paint(line: &str, event: &Event<'_>) -> String {
+    let word = match event {
+        Event::Attempt {
+            verdict: Verdict::Success,
+            ..
+        } => Some(("succeeded", GOOD)),
+        Event::Attempt { .. } => Some(("failed", WARN)),
+        Event::Done {
+            end: End::Success, ..
+        } => Some(("succeeded", GOOD)),
+        Event::Done {
+            end: End::Interrupted,
+            ..
+        } => Some(("interrupted", BAD)),
+        Event::Done { .. } => Some(("giving up", BAD)),
+        Event::Warning { .. } => Some(("warning:", WARN)),
+        _ => None,
+    };
+    let Some(rest) = line.strip_prefix("retry:") else {
+        return line.to_string();
+    };
+    let mut out = paint_word("retry:", PREFIX);
+    match word.and_then(|(w, style)| rest.find(w).map(|at| (at, w, style))) {
+        Some((at, w, style)) => {
+            out.push_str(&rest[..at]);
+            out.push_str(&paint_word(w, style));
+            out.push_str(&rest[at + w.len()..]);
+        }
+        None => out.push_str(rest),
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::Status;
+    use crate::log::Wait;
+
+    #[test]
+    fn failed_attempt_line() {
+        let status = Status::Exited(1);
+        let e = Event::Attempt {
+            attempt: 2,
+            max: Some(5),
+            status: &status,
+            verdict: Verdict::Retryable,
+            duration: Duration::from_micros(312_400),
+            next: Some(Wait {
+                delay: Duration::from_millis(870),
+                ceiling: Duration::from_secs(2),
+                jitter: "full",
+            }),
+        };
+        assert_eq!(
+            line(&e, Duration::ZERO),
+            "retry: attempt 2/5 failed (exit 1) after 312ms; next in 870ms (full jitter, ceiling 2s)"
+        );
+    }
+
+    #[test]
+    fn paint_colours_only_the_prefix_and_outcome_word() {
+        let w = Event::Warning {
+            message: "failed twice",
+        };
+        let l = line(&w, Duration::ZERO);
+        // Only the first outcome word: "failed" in the message stays plain.
+        assert_eq!(
+            paint(&l, &w),
+            format!(
+                "{} {} failed twice",
+                paint_word("retry:", PREFIX),
+                paint_word("warning:", WARN)
+            )
+        );
+    }
+
+    #[test]
+    fn shell_quoting() {
+        let cmd: Vec<OsString> = ["echo", "a b", "it's"].iter().map(OsString::from).collect();
+        assert_eq!(shell_line(&cmd), r#"echo 'a b' "it's""#);
+    }
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human(Duration::from_micros(312_400)), "312ms");
+        assert_eq!(human(Duration::from_millis(2312)), "2s 312ms");
+        assert_eq!(human(Duration::from_secs(65)), "1m 5s");
+        assert_eq!(human(Duration::ZERO), "0s");
+    }
+}
