@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Wall time of one successful HTTP probe: `retry --http URL` against
-`curl -fsS URL`, on a loopback server started here.
+"""HTTP mode against curl, on a loopback server started here: the wall time
+of one successful probe (`retry --http URL` vs `curl -fsS URL`), and a large
+download (`retry --http URL` vs `curl -fsS URL`, body to stdout on
+/dev/null): wall time, throughput and peak RSS (ru_maxrss from wait4).
 
 Both tools run the same number of times, interleaved (and alternating which
-goes first) so that drift on the machine affects both alike. Prints a
-markdown table of the median and spread of each.
+goes first) so that drift on the machine affects both alike. Prints markdown
+tables of the median and spread of each, and the ratios.
 
-Usage: python3 bench/http.py [--runs N] [--retry PATH] [--curl PATH]
+Usage: python3 bench/http.py [--runs N] [--downloads N] [--size-mb MB]
+                             [--retry PATH] [--curl PATH]
 The retry binary defaults to $CARGO_TARGET_DIR/release/retry, or
 target/release/retry; build it with `cargo build --release` first.
 """
@@ -28,12 +31,25 @@ import threading  # noqa: E402
 import time  # noqa: E402
 
 
+BLOCK = b"x" * (1 << 20)
+SIZE_MB = 200
+
+
 class Ok(http.server.BaseHTTPRequestHandler):
-    """Answers every GET with a short 200, as a health endpoint would."""
+    """Answers GET /big with SIZE_MB MiB, anything else with a short 200,
+    as a health endpoint would."""
 
     protocol_version = "HTTP/1.1"
 
     def do_GET(self):
+        if self.path == "/big":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(SIZE_MB * len(BLOCK)))
+            self.end_headers()
+            for _ in range(SIZE_MB):
+                self.wfile.write(BLOCK)
+            return
         body = b"ok\n"
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
@@ -67,6 +83,20 @@ def timed(argv, env):
     return took
 
 
+def download(argv, env):
+    """Wall time (s) and peak RSS (KiB) of one run, its stdout on /dev/null."""
+    start = time.perf_counter()
+    with open(os.devnull, "wb") as null:
+        proc = subprocess.Popen(argv, stdout=null, stderr=subprocess.PIPE, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+    took = time.perf_counter() - start
+    err = proc.stderr.read().decode(errors="replace").strip()
+    proc.stderr.close()
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"{argv[0]} failed: {err}")
+    return took, usage.ru_maxrss
+
+
 def pct(values, p):
     s = sorted(values)
     return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
@@ -74,10 +104,14 @@ def pct(values, p):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--runs", type=int, default=200, help="runs of each tool (>= 100)")
+    ap.add_argument("--runs", type=int, default=200, help="probes by each tool (>= 100)")
+    ap.add_argument("--downloads", type=int, default=5, help="downloads by each tool")
+    ap.add_argument("--size-mb", type=int, default=200, help="download size in MiB")
     ap.add_argument("--retry", default=default_retry(), help="retry binary")
     ap.add_argument("--curl", default=shutil.which("curl") or "curl", help="curl binary")
     args = ap.parse_args()
+    global SIZE_MB
+    SIZE_MB = args.size_mb
     if args.runs < 100:
         sys.exit("--runs must be at least 100")
     if not os.access(args.retry, os.X_OK):
@@ -121,6 +155,43 @@ def main():
         )
     a, b = (statistics.median(times[n]) for n in names)
     print(f"\nretry / curl (medians): {a / b:.2f}")
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Ok)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    big = f"http://127.0.0.1:{server.server_address[1]}/big"
+    tools = {
+        "retry --http URL": [args.retry, "--http", big],
+        "curl -fsS URL": [args.curl, "-fsS", big],
+    }
+    for argv in tools.values():
+        download(argv, env)
+    walls = {name: [] for name in tools}
+    peaks = {name: [] for name in tools}
+    for i in range(args.downloads):
+        order = names if i % 2 == 0 else names[::-1]
+        for name in order:
+            took, peak = download(tools[name], env)
+            walls[name].append(took)
+            peaks[name].append(peak)
+    server.shutdown()
+
+    print(
+        f"\nDownload of {SIZE_MB} MiB from a loopback server to stdout on /dev/null, "
+        f"{args.downloads} runs each, interleaved.\n"
+    )
+    print("| command | median wall | throughput | min / max wall | peak RSS (max) |")
+    print("|---|---:|---:|---:|---:|")
+    for name in names:
+        w = walls[name]
+        med = statistics.median(w)
+        print(
+            f"| `{name}` | {med * 1000:.0f} ms | {SIZE_MB / med:.0f} MiB/s "
+            f"| {min(w) * 1000:.0f} / {max(w) * 1000:.0f} ms "
+            f"| {max(peaks[name]) / 1024:.2f} MiB |"
+        )
+    a, b = (statistics.median(walls[n]) for n in names)
+    print(f"\nretry throughput / curl throughput (medians): {b / a:.2f}")
+    print(f"retry peak RSS: {max(peaks[names[0]]) / 1024:.2f} MiB")
 
 
 if __name__ == "__main__":

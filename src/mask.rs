@@ -274,6 +274,73 @@ fn argument(word: &str, is_command: bool) -> String {
     word.to_string()
 }
 
+/// Free text (the start of an error page, say) as it may be logged: URLs,
+/// `name=value` pairs, `Name: value` header lines and JSON `"name": "value"`
+/// members with secret-looking names have their values hidden.
+pub fn text(s: &str) -> String {
+    s.split_inclusive('\n')
+        .map(|line| {
+            let (body, end) = match line.strip_suffix('\n') {
+                Some(b) => (b, "\n"),
+                None => (line, ""),
+            };
+            if let Some(h) = header_word(body.trim()) {
+                return format!("{h}{end}");
+            }
+            let words: Vec<String> = body
+                .split(' ')
+                .map(|w| {
+                    if w.contains("://") {
+                        urls_within(w)
+                    } else if w.contains('=') {
+                        form(w)
+                    } else {
+                        w.to_string()
+                    }
+                })
+                .collect();
+            format!("{}{end}", json_members(&words.join(" ")))
+        })
+        .collect()
+}
+
+/// `"name": "value"` with the value hidden when the name looks secret.
+fn json_members(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    // Each member name is a quoted string followed by a colon.
+    while let Some(open) = rest.find('"') {
+        let Some(close) = rest[open + 1..].find('"').map(|i| open + 1 + i) else {
+            break;
+        };
+        let name = &rest[open + 1..close];
+        let after = &rest[close + 1..];
+        let value_at = after
+            .trim_start()
+            .strip_prefix(':')
+            .map(str::trim_start)
+            .filter(|v| v.starts_with('"'));
+        out.push_str(&rest[..=close]);
+        match value_at {
+            Some(v) if is_secret_name(name) => {
+                let Some(end) = v[1..].find('"') else {
+                    out.push_str(after);
+                    return out;
+                };
+                let skipped = after.len() - v.len();
+                out.push_str(&after[..skipped]);
+                out.push('"');
+                out.push_str(MASK);
+                out.push('"');
+                rest = &v[end + 2..];
+            }
+            _ => rest = after,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -468,6 +535,22 @@ mod tests {
         assert_eq!(line(&[]), Vec::<String>::new());
         // The command itself is never rewritten.
         assert_eq!(line(&["token=x"]), ["token=x"]);
+    }
+
+    #[test]
+    fn free_text() {
+        assert_eq!(
+            text("{\"error\": \"expired\", \"access_token\": \"abc\", \"n\": 1}"),
+            "{\"error\": \"expired\", \"access_token\": \"***\", \"n\": 1}"
+        );
+        assert_eq!(
+            text("retry later: see https://h/s?sig=x\nAuthorization: Bearer y\n"),
+            "retry later: see https://h/s?sig=***\nAuthorization: ***\n"
+        );
+        assert_eq!(text("a=1&password=p q"), "a=1&password=*** q");
+        assert_eq!(text("Service Unavailable"), "Service Unavailable");
+        assert_eq!(text("\"unterminated"), "\"unterminated");
+        assert_eq!(text("{\"token\": \"open"), "{\"token\": \"open");
     }
 
     #[test]

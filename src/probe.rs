@@ -18,7 +18,8 @@ use rustls::pki_types::pem::PemObject;
 
 use crate::attempt::http::{HttpAttempt, Prepared, Sink};
 use crate::exit;
-use crate::policy::{Body, Config, Data, HttpOptions, parse_header};
+use crate::log::Event;
+use crate::policy::{Body, Config, Data, HttpOptions, LogFormat, parse_header};
 
 pub fn main(
     config: &Config,
@@ -39,17 +40,19 @@ pub fn main(
         }
     };
     if request.insecure {
-        let warning = "warning: --insecure: the server's certificate is not verified; \
+        let message = "--insecure: the server's certificate is not verified; \
                        anyone on the path can read and change this exchange";
-        log.error(warning);
-        if config.log.file.is_some() {
-            crate::log::Logger::stderr().error(warning);
+        log.emit(&Event::Warning { message });
+        if config.log.file.is_some() && config.log.format == LogFormat::Text {
+            // With --log-file, stderr carries only the give-up line; this
+            // must reach a person too.
+            crate::log::Logger::stderr().emit(&Event::Warning { message });
         }
     }
     let expect = config.policy.rules.http.expect.clone();
     let shown = request.display_words();
     let (finish, attempt) = match crate::drive(config, &mut log, &shown, seed, rng, || {
-        HttpAttempt::new(request, prepared, expect)
+        HttpAttempt::new(request, prepared, expect, config.log.verbosity >= 1)
     }) {
         Ok(done) => done,
         Err(code) => return code,

@@ -19,7 +19,7 @@ use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
 use reqwest::{Client, Method, Response, Url};
 use rustls::pki_types::CertificateDer;
 
-use super::{Attempt, Context};
+use super::{Attempt, Context, Details};
 use crate::classify::{Limit, NetFailure, Status, StatusSet};
 use crate::policy::{HttpOptions, IdempotencyKey};
 use crate::signals::{Signals, is_terminating, suspend_self};
@@ -59,7 +59,15 @@ pub struct HttpAttempt {
     /// Statuses whose body is delivered (`--expect`).
     expect: StatusSet,
     sink: Sink,
+    /// With `-v`: the start of a failed response's body, for the log.
+    excerpts: bool,
+    notes: Vec<String>,
 }
+
+/// How much of a failed response's body `-v` shows, and how long retry
+/// waits for it: enough to read the server's complaint, never a whole page.
+const EXCERPT_BYTES: usize = 200;
+const EXCERPT_WAIT: Duration = Duration::from_millis(500);
 
 /// Why the body could not be delivered.
 enum Delivery {
@@ -76,6 +84,7 @@ impl HttpAttempt {
         opts: &HttpOptions,
         prepared: Prepared,
         expect: StatusSet,
+        excerpts: bool,
     ) -> Result<HttpAttempt, String> {
         let client = build_client(opts, prepared.extra_roots)?;
         let mut headers = prepared.headers;
@@ -100,6 +109,8 @@ impl HttpAttempt {
             body: prepared.body,
             expect,
             sink: prepared.sink,
+            excerpts,
+            notes: Vec::new(),
         })
     }
 
@@ -128,6 +139,12 @@ impl HttpAttempt {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, SystemTime::now()));
         if !self.expect.contains(code) {
+            if self.excerpts {
+                let start = excerpt(response).await;
+                if !start.is_empty() {
+                    self.notes.push(format!("HTTP {code} body begins: {start}"));
+                }
+            }
             // Dropping the response closes its connection unread: a large
             // error page costs nothing.
             return Status::Http { code, retry_after };
@@ -190,7 +207,41 @@ impl HttpAttempt {
     }
 }
 
+/// The first bytes of a body, masked, on one line, waiting only briefly
+/// for them.
+async fn excerpt(mut response: Response) -> String {
+    let mut bytes = Vec::new();
+    let read = async {
+        while bytes.len() < EXCERPT_BYTES {
+            match response.chunk().await {
+                Ok(Some(c)) => bytes.extend_from_slice(&c),
+                _ => break,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(EXCERPT_WAIT, read).await;
+    let cut = bytes.len().min(EXCERPT_BYTES);
+    // Masked line by line first, then flattened onto one line.
+    let masked = crate::mask::text(&String::from_utf8_lossy(&bytes[..cut]));
+    let mut text: String = masked
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    text = text.trim().to_string();
+    if bytes.len() > EXCERPT_BYTES {
+        text.push_str(" ...");
+    }
+    text
+}
+
 impl Attempt for HttpAttempt {
+    fn details(&mut self) -> Details {
+        Details {
+            duration: None,
+            notes: std::mem::take(&mut self.notes),
+        }
+    }
+
     async fn run(&mut self, ctx: &Context, signals: &mut Signals) -> Status {
         let limit = ctx.deadline.map_or(Limit::Attempt, |(_, l)| l);
         let wake = ctx.deadline.map(|(at, _)| at);

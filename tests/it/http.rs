@@ -1378,3 +1378,49 @@ fn a_dns_lookup_that_hangs_is_bounded_by_connect_timeout_and_max_time() {
         );
     }
 }
+
+#[test]
+fn verbose_logs_the_start_of_a_failed_body_masked() {
+    let page =
+        "{\"error\": \"overloaded\", \"access_token\": \"t0k3n\"}\nAuthorization: Bearer s3cret\n";
+    let s = Server::start(vec![reply(503).body(page), reply(200).body("ok")]);
+    let r = retry(&["--http", &s.url, "-v", "-b", "10ms"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "HTTP 503 body begins: {\"error\": \"overloaded\", \"access_token\": \"***\"}"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("t0k3n") && !r.stderr.contains("s3cret"),
+        "{}",
+        r.stderr
+    );
+    // Without -v, nothing of it.
+    let s = Server::start(vec![reply(503).body(page), reply(200).body("ok")]);
+    let r = retry(&["--http", &s.url, "-b", "10ms"]);
+    assert!(!r.stderr.contains("overloaded"), "{}", r.stderr);
+}
+
+#[test]
+fn an_attempt_stopped_by_max_time_is_a_deadline_in_the_log() {
+    let s = Server::start(vec![reply(200).delay(Duration::from_secs(5))]);
+    let r = retry(&[
+        "--http",
+        &s.url,
+        "--max-time",
+        "300ms",
+        "--log-format",
+        "json",
+    ]);
+    assert_eq!(r.code, 28, "{}", r.stderr);
+    let attempt: serde_json::Value = r
+        .stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["event"] == "attempt")
+        .expect("an attempt event");
+    assert_eq!(attempt["outcome"], "deadline", "{}", r.stderr);
+}
