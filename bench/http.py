@@ -2,7 +2,7 @@
 """HTTP mode against curl, on a loopback server started here: the wall time
 of one successful probe (`retry --http URL` vs `curl -fsS URL`), and a large
 download (`retry --http URL` vs `curl -fsS URL`, body to stdout on
-/dev/null): wall time, throughput and peak RSS (ru_maxrss from wait4).
+/dev/null): wall time, throughput and peak RSS (GNU time's %M).
 
 Both tools run the same number of times, interleaved (and alternating which
 goes first) so that drift on the machine affects both alike. Prints markdown
@@ -27,6 +27,7 @@ import http.server  # noqa: E402
 import shutil  # noqa: E402
 import statistics  # noqa: E402
 import subprocess  # noqa: E402
+import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
@@ -84,17 +85,21 @@ def timed(argv, env):
 
 
 def download(argv, env):
-    """Wall time (s) and peak RSS (KiB) of one run, its stdout on /dev/null."""
-    start = time.perf_counter()
-    with open(os.devnull, "wb") as null:
-        proc = subprocess.Popen(argv, stdout=null, stderr=subprocess.PIPE, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-    took = time.perf_counter() - start
-    err = proc.stderr.read().decode(errors="replace").strip()
-    proc.stderr.close()
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{argv[0]} failed: {err}")
-    return took, usage.ru_maxrss
+    """Wall time (s) and peak RSS (KiB) of one run, its stdout and stderr on
+    /dev/null. The peak comes from GNU time (`/usr/bin/time -f %M`): Linux
+    carries a process's peak RSS across exec, so a child spawned from this
+    Python process directly would report Python's own size as its peak."""
+    with tempfile.NamedTemporaryFile("r") as report:
+        timed_argv = ["/usr/bin/time", "-f", "%M", "-o", report.name, *argv]
+        start = time.perf_counter()
+        done = subprocess.run(
+            timed_argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
+        )
+        took = time.perf_counter() - start
+        if done.returncode != 0:
+            sys.exit(f"{argv[0]} failed: {done.stderr.decode(errors='replace').strip()}")
+        peak_kib = int(report.read().strip().splitlines()[-1])
+    return took, peak_kib
 
 
 def pct(values, p):
