@@ -114,6 +114,18 @@ def main():
     ap.add_argument("--size-mb", type=int, default=200, help="download size in MiB")
     ap.add_argument("--retry", default=default_retry(), help="retry binary")
     ap.add_argument("--curl", default=shutil.which("curl") or "curl", help="curl binary")
+    ap.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="host name in the probe's URL (a name such as localhost adds a lookup)",
+    )
+    ap.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="another retry build to time in the probe (repeatable)",
+    )
     args = ap.parse_args()
     global SIZE_MB
     SIZE_MB = args.size_mb
@@ -124,7 +136,7 @@ def main():
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Ok)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_address[1]}/health"
+    url = f"http://{args.host}:{server.server_address[1]}/health"
 
     # Neither tool may route loopback through a proxy from the environment.
     env = dict(os.environ, NO_PROXY="127.0.0.1", no_proxy="127.0.0.1")
@@ -135,6 +147,8 @@ def main():
         "retry --http URL": [args.retry, "--http", url],
         "curl -fsS URL": [args.curl, "-fsS", url],
     }
+    for path in args.also:
+        tools[f"{path} --http URL"] = [path, "--http", url]
     # Warm the page cache and the server before measuring.
     for argv in tools.values():
         for _ in range(5):
@@ -148,7 +162,10 @@ def main():
             times[name].append(timed(tools[name], env))
     server.shutdown()
 
-    print(f"One successful probe of a loopback endpoint, {args.runs} runs each, interleaved.\n")
+    print(
+        f"One successful probe of a loopback endpoint ({url}), "
+        f"{args.runs} runs each, interleaved.\n"
+    )
     print("| command | median | p10 | p90 | mean |")
     print("|---|---:|---:|---:|---:|")
     for name in names:
@@ -158,8 +175,9 @@ def main():
             f"| `{name}` | {ms(statistics.median(t))} | {ms(pct(t, 10))} "
             f"| {ms(pct(t, 90))} | {ms(statistics.mean(t))} |"
         )
-    a, b = (statistics.median(times[n]) for n in names)
+    a, b = (statistics.median(times[n]) for n in names[:2])
     print(f"\nretry / curl (medians): {a / b:.2f}")
+    names = names[:2]
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Ok)
     threading.Thread(target=server.serve_forever, daemon=True).start()

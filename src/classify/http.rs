@@ -215,6 +215,11 @@ pub fn explain(status: &Status, rules: &Rules) -> String {
             failure: NetFailure::ConnectTimeout | NetFailure::TimedOut(Limit::Attempt),
             ..
         } => format!("{status}, and --no-retry-on-timeout is set"),
+        // Nothing more can be delivered: the status says it all.
+        Status::Net {
+            failure: NetFailure::Write,
+            ..
+        } => status.to_string(),
         Status::Net {
             failure: NetFailure::TruncatedOutput,
             ..
