@@ -26,7 +26,7 @@ complete -c retry -l log-format -d 'Log line format [default: text]' -r -f -a "t
 json\t''"
 complete -c retry -l log-file -d 'Append the log to PATH instead of stderr' -r -F
 complete -c retry -l http -d 'Probe URL over HTTP(S) instead of running a command' -r
-complete -c retry -s X -l method -d 'Request method [default: GET, or POST with --data]' -r
+complete -c retry -s X -l method -d 'Request method [default: GET, or POST with --data or --json]' -r
 complete -c retry -s H -l header -d 'Request header \'Name: value\', or @FILE of header lines (repeatable)' -r
 complete -c retry -s d -l data -d 'Form body: the string, or @FILE for a file\'s contents; repeatable, joined with \'&\'' -r
 complete -c retry -l json -d 'JSON request body: the string, or @FILE; sent with JSON Content-Type and Accept' -r

@@ -52,7 +52,7 @@ module completions {
     --log-format: string@"nu-complete retry log_format" # Log line format [default: text]
     --log-file: path          # Append the log to PATH instead of stderr
     --http: string            # Probe URL over HTTP(S) instead of running a command
-    --method(-X): string      # Request method [default: GET, or POST with --data]
+    --method(-X): string      # Request method [default: GET, or POST with --data or --json]
     --header(-H): string      # Request header 'Name: value', or @FILE of header lines (repeatable)
     --data(-d): string        # Form body: the string, or @FILE for a file's contents; repeatable, joined with '&'
     --json: string            # JSON request body: the string, or @FILE; sent with JSON Content-Type and Accept

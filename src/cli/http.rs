@@ -14,7 +14,7 @@ pub struct HttpArgs {
     #[arg(long = "http", value_name = "URL", help_heading = "HTTP")]
     pub url: Option<String>,
 
-    /// Request method [default: GET, or POST with --data]
+    /// Request method [default: GET, or POST with --data or --json]
     #[arg(short = 'X', long, value_name = "M", help_heading = "HTTP")]
     pub method: Option<String>,
 

@@ -1424,3 +1424,23 @@ fn an_attempt_stopped_by_max_time_is_a_deadline_in_the_log() {
         .expect("an attempt event");
     assert_eq!(attempt["outcome"], "deadline", "{}", r.stderr);
 }
+
+#[test]
+fn an_http_probe_never_reads_the_root_certificates() {
+    // Roots that cannot be loaded: an https:// URL fails on them, an
+    // http:// one never gets that far, because nothing reads them.
+    let s = Server::start(vec![reply(200).body("plain")]);
+    let nowhere = [
+        ("SSL_CERT_FILE", "/nonexistent/ca.pem"),
+        ("SSL_CERT_DIR", "/nonexistent"),
+    ];
+    let r = retry_env(&["--http", &s.url], &nowhere);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "plain");
+
+    let pki = Pki::new();
+    let tls = TlsServer::start(&pki.path("server.pem"), &pki.path("server.key"));
+    let r = retry_env(&["--http", &tls.url("127.0.0.1"), "-b", "10ms"], &nowhere);
+    assert_eq!(r.code, 35, "{}", r.stderr);
+    assert!(r.stderr.contains("TLS"), "{}", r.stderr);
+}
