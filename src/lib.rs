@@ -35,6 +35,24 @@ use policy::{Config, Mode, Nesting};
 
 /// Run `retry` with the process's arguments; returns the exit status.
 pub fn main_entry() -> u8 {
+    // A panic is a bug or a system at its limits (tokio cannot start without
+    // a few spare file descriptors): one line, and retry's own status.
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("unknown failure");
+        eprintln!("retry: internal error: {what}");
+    }));
+    match std::panic::catch_unwind(run_main) {
+        Ok(code) => code,
+        Err(_) => exit::INTERNAL,
+    }
+}
+
+fn run_main() -> u8 {
     let started = Instant::now();
     // Before anything changes a disposition: what the parent left ignored
     // stays ignored.
