@@ -358,3 +358,57 @@ fn json_lines_carry_time_run_and_pid() {
         "each run gets its own id"
     );
 }
+
+#[test]
+fn signals_blocked_by_the_parent_do_not_blind_retry() {
+    // A parent that blocked SIGCHLD and SIGTERM before exec: retry must still
+    // see its child end, and still time it out.
+    let blocked = |args: &str| {
+        Command::new("perl")
+            .arg("-e")
+            .arg(format!(
+                "use POSIX qw(:signal_h); \
+                 sigprocmask(SIG_BLOCK, POSIX::SigSet->new(SIGCHLD, SIGTERM, SIGALRM)) or die; \
+                 exec '{}', {args} or die",
+                bin().display()
+            ))
+            .stdin(Stdio::null())
+            .output()
+            .expect("perl runs")
+    };
+    let started = Instant::now();
+    let quick = blocked("'--max', '2', '--base', '10ms', '--', 'sh', '-c', 'exit 3'");
+    assert_eq!(
+        quick.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&quick.stderr)
+    );
+    let timed = blocked("'--max', '1', '--timeout', '200ms', '--', 'sleep', '10'");
+    assert_eq!(
+        timed.status.code(),
+        Some(124),
+        "{}",
+        String::from_utf8_lossy(&timed.stderr)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_child_inherited_before_exec_does_not_confuse_retry() {
+    // The shell's background sleep becomes retry's child through exec; its
+    // end must not be taken for the attempt's.
+    let out = shell("sleep 0.2 & exec \"$R\" --max 1 -- sh -c 'sleep 0.6; exit 3'")
+        .output()
+        .expect("sh runs");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
