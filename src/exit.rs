@@ -48,10 +48,13 @@ const fn row(status: &'static str, meaning: &'static str) -> Row {
 /// Every exit status retry documents, in the order people look for them.
 /// `--help`, the man page and the README show exactly these rows.
 pub const TABLE: &[Row] = &[
-    row("0", "success"),
+    row(
+        "0",
+        "success (also an exit listed in --success-on, or a status in --expect)",
+    ),
     row(
         "N",
-        "command mode: gave up (attempts or time exhausted) or failed permanently; N is the last attempt's own exit code",
+        "command mode: gave up (attempts or time exhausted) or hit a permanent failure; N is the last attempt's own exit code",
     ),
     row(
         "124",
@@ -69,11 +72,11 @@ pub const TABLE: &[Row] = &[
     ),
     row(
         "2",
-        "usage error: one line on stderr names the flag and the accepted form; nothing was run, sent or created",
+        "usage error: one line on stderr (even with --log-file) naming the flag, or the environment variable the value came from, and the accepted form; nothing was run, sent or created",
     ),
     row(
         "125",
-        "retry's own failure (such as a log file it cannot write)",
+        "retry's own failure (e.g. it cannot open its log file)",
     ),
     row("6", "HTTP mode: the host name did not resolve"),
     row(

@@ -11,7 +11,6 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use rand::rngs::StdRng;
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
@@ -26,7 +25,7 @@ pub fn main(
     request: &HttpOptions,
     started: Instant,
     seed: u64,
-    rng: &mut StdRng,
+    rng: &mut crate::rng::JitterRng,
 ) -> u8 {
     let mut log = match crate::open_log(config, started) {
         Ok(l) => l,

@@ -130,11 +130,40 @@ fn example(r: &mut Roff, what: &str, lines: &[&str]) {
 fn our_sections(cmd: &clap::Command) -> Roff {
     let mut r = Roff::new();
 
+    section(&mut r, "DURATIONS");
+    para(
+        &mut r,
+        "DUR is a number of seconds in any form sleep(1) and timeout(1) accept (30, 0.25, .5, 1e-3, 2.5e1), optionally followed by s, m, h or d, or a duration with units such as 250ms, 1.5s, 2m or 1h 30m. Any number of decimals is read exactly, and a positive value below a nanosecond counts as one nanosecond, never as zero. Negative durations are refused. For --timeout and --max-time, 0 and inf (or infinity) mean no limit.",
+    );
+
+    section(&mut r, "PROCESSES AND SIGNALS");
+    for text in [
+        "Each attempt runs in its own process group. On --timeout or --max-time the group gets the stop signal together with SIGCONT, then SIGKILL after --kill-after. When the attempt's main process ends, anything left in its group gets the stop signal at once and SIGKILL after --kill-after; --max-time or a second interrupt cuts that grace short, and -v says how many processes were stopped.",
+        "retry is a child subreaper: what an attempt abandons is reparented to retry and reaped by it, so zombies never hold clean-up up, also when retry is PID 1 of a container. If retry dies, even by SIGKILL, the attempt's main process is killed too.",
+        "SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGUSR1 and SIGUSR2 are passed on to the attempt's group; the first four end the run (exit 128+N). A signal ignored when retry started (nohup) stays ignored, by retry and by COMMAND; so does SIGPIPE. SIGCHLD is reset to its default at start.",
+        "On a terminal, when retry runs in the foreground, each attempt's group is given the terminal while it runs and retry takes it back afterwards, as a shell does with a job: programs that prompt work, Ctrl-C ends the run with 130, and Ctrl-Z stops retry's whole job for the shell's fg or bg. Started in the background, retry never takes the terminal.",
+        "A command killed by SIGPIPE is not retried (its reader is gone) unless --retry-on names 141. A command that cannot start because processes, memory or descriptors are short is retried, and exits 125 if that lasts; one that is missing exits 127 and is named.",
+    ] {
+        para(&mut r, text);
+    }
+
+    section(&mut r, "LOGGING");
+    for text in [
+        "The log goes to stderr; stdout is COMMAND's alone. With --log-file, the file receives every event whatever -q or -v say, and stderr only the final give-up line in plain text (-qq: nothing; -v: the ordinary log too).",
+        "In JSON (--log-format json) each line is one object with the fields event, time (RFC 3339, UTC), elapsed_ms, run (a random id of this invocation) and pid, plus the event's own; the events are start, attempt_start, attempt, sleep, done, warning, note and error. Attempt outcomes are success, retryable, permanent, timeout, deadline and interrupted.",
+        "Secrets in the logged command line are shown as ***: URL passwords, secret-looking query parameters, header-shaped arguments such as Authorization: Bearer, -u user:password, and values of options named like a password, token, secret or key.",
+    ] {
+        para(&mut r, text);
+    }
+
     section(&mut r, "EXIT STATUS");
     // The one table of exit statuses, shared with --help and the README.
     for row in retry_tool::exit::TABLE {
         let mut meaning = row.meaning.to_string();
-        if let Some(first) = meaning.get_mut(..1) {
+        // A sentence, unless it opens with retry's own name.
+        if !meaning.starts_with("retry")
+            && let Some(first) = meaning.get_mut(..1)
+        {
             first.make_ascii_uppercase();
         }
         meaning.push('.');

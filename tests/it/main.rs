@@ -5,5 +5,6 @@ mod http;
 mod process;
 mod pty;
 mod ship;
+mod supervise;
 mod terminal;
 mod util;
