@@ -1217,11 +1217,18 @@ fn cacert_adds_a_trust_anchor() {
 }
 
 #[test]
-fn ssl_cert_file_is_honoured() {
+fn ssl_cert_file_and_dir_are_honoured() {
     let pki = Pki::new();
     let s = TlsServer::start(&pki.path("server.pem"), &pki.path("server.key"));
     let ca = pki.path("ca.pem");
     let r = retry_env(&["--http", &s.url("127.0.0.1")], &[("SSL_CERT_FILE", &ca)]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "secure");
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(&ca, dir.path().join("test-ca.pem")).expect("copy");
+    let certs = dir.path().to_str().expect("utf-8");
+    let r = retry_env(&["--http", &s.url("127.0.0.1")], &[("SSL_CERT_DIR", certs)]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout, "secure");
 }
