@@ -1261,6 +1261,21 @@ fn insecure_skips_verification_and_says_so() {
         "{}",
         r.stderr
     );
+    // With --log-file, stderr carries only a give-up line; the warning
+    // reaches it all the same, and the file too.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("log");
+    let r = retry(&[
+        "--http",
+        &s.url("localhost"),
+        "--insecure",
+        "--log-file",
+        log.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("--insecure"), "{}", r.stderr);
+    let logged = std::fs::read_to_string(&log).expect("log file");
+    assert!(logged.contains("--insecure"), "{logged}");
 }
 
 #[test]
@@ -1450,4 +1465,21 @@ fn an_http_probe_never_reads_the_root_certificates() {
     let r = retry_env(&["--http", &tls.url("127.0.0.1"), "-b", "10ms"], &nowhere);
     assert_eq!(r.code, 35, "{}", r.stderr);
     assert!(r.stderr.contains("TLS"), "{}", r.stderr);
+}
+
+#[test]
+fn an_interrupted_download_leaves_no_file() {
+    use nix::sys::signal::Signal;
+    let s = Server::start(vec![reply(200).body("late").delay(Duration::from_secs(5))]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("out.txt");
+    let running =
+        crate::util::retry(["--http", &s.url, "-o", file.to_str().expect("utf-8")]).spawn();
+    assert_eq!(s.hits_at_least(1), 1);
+    // The temporary file exists beside the target while the request runs.
+    assert_eq!(listing(dir.path()).len(), 1, "{:?}", listing(dir.path()));
+    running.signal(Signal::SIGTERM);
+    let out = running.wait();
+    out.expect_code(143);
+    assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
 }
