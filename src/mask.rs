@@ -249,7 +249,7 @@ fn argument(word: &str, is_command: bool) -> String {
         if is_secret_option(name) {
             return format!("--{name}={MASK}");
         }
-        return format!("--{name}={}", urls_within(value));
+        return format!("--{name}={}", argument(value, false));
     }
     // `-HAuthorization:...`, `-uuser:pass`: curl's attached short forms.
     if let Some(h) = word.strip_prefix("-H").and_then(header_word) {
@@ -270,6 +270,10 @@ fn argument(word: &str, is_command: bool) -> String {
     // `API_TOKEN=x` (env(1) style) and `a=1&password=x` (form bodies).
     if word.contains('=') && !word.starts_with('-') && !word.contains(char::is_whitespace) {
         return form(word);
+    }
+    // A JSON body: `{"password": "x"}`.
+    if word.contains('"') {
+        return json_members(word);
     }
     word.to_string()
 }
@@ -513,6 +517,34 @@ mod tests {
         assert_eq!(
             line(&["x", "--url=https://h/?sig=abc"]),
             ["x", "--url=https://h/?sig=***"]
+        );
+        assert_eq!(
+            line(&[
+                "curl",
+                "--header=Authorization: Bearer abc",
+                "--data=token=t"
+            ]),
+            ["curl", "--header=Authorization: ***", "--data=token=***"]
+        );
+        assert_eq!(
+            line(&[
+                "curl",
+                "--json",
+                "{\"user\": \"me\", \"password\": \"hunter2\"}"
+            ]),
+            [
+                "curl",
+                "--json",
+                "{\"user\": \"me\", \"password\": \"***\"}"
+            ]
+        );
+        assert_eq!(
+            line(&["docker", "run", "-e", "AWS_SECRET_ACCESS_KEY=abc", "img"]),
+            ["docker", "run", "-e", "AWS_SECRET_ACCESS_KEY=***", "img"]
+        );
+        assert_eq!(
+            line(&["git", "clone", "https://oauth2:gh_t0k@example.com/r.git"]),
+            ["git", "clone", "https://oauth2:***@example.com/r.git"]
         );
     }
 
