@@ -83,7 +83,7 @@ impl fmt::Display for NetFailure {
             NetFailure::TimedOut(Limit::Deadline) => "stopped at --max-time",
             NetFailure::Tls => "TLS error",
             NetFailure::Truncated => "body cut short",
-            NetFailure::TruncatedOutput => "body cut short after part of it went to stdout",
+            NetFailure::TruncatedOutput => "body cut short after part of it was written out",
             NetFailure::Write => "could not write the body",
             NetFailure::Other => "request failed",
         })
@@ -224,7 +224,7 @@ pub fn explain(status: &Status, rules: &Rules) -> String {
             failure: NetFailure::TruncatedOutput,
             ..
         } => format!(
-            "{status}: what reached stdout cannot be taken back, so it is not retried \
+            "{status}: what was written to stdout (or a device) cannot be taken back, so it is not retried \
              (with -o FILE it would be)"
         ),
         _ => format!("{status} is not retried"),
