@@ -105,7 +105,11 @@ fn run_main() -> u8 {
 
     let depth = config.nesting.outer_depth.saturating_add(1);
     let process = config.process.clone();
-    let shown = command.clone();
+    // Only the log sees this copy: secrets in the arguments become ***.
+    let shown: Vec<std::ffi::OsString> = mask::command_line(&command)
+        .into_iter()
+        .map(Into::into)
+        .collect();
     match drive(&config, &mut log, &shown, seed, &mut rng, || {
         Ok(ProcessAttempt::new(command, process, depth, stdin))
     }) {
