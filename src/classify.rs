@@ -11,7 +11,7 @@ use std::time::Duration;
 const SIGPIPE: i32 = 13;
 
 mod http;
-pub use http::{HttpRules, NetFailure, StatusSet};
+pub use http::{HttpRules, NetFailure, RETRY_AFTER_MAX, StatusSet};
 
 /// What happened to one attempt, as reported by an attempt runner.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -242,12 +242,9 @@ pub fn round_ms(d: Duration) -> Duration {
     Duration::from_millis(u64::try_from((d.as_micros() + 500) / 1000).unwrap_or(u64::MAX))
 }
 
-/// `SIGTERM` for 15, `signal 99` for numbers without a name.
+/// `SIGTERM` for 15, `SIGRTMIN+2`, `signal 99` for numbers without a name.
 pub fn signal_name(sig: i32) -> String {
-    match nix::sys::signal::Signal::try_from(sig) {
-        Ok(s) => s.as_str().to_string(),
-        Err(_) => format!("signal {sig}"),
-    }
+    crate::signame::name(sig)
 }
 
 #[cfg(test)]

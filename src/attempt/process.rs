@@ -214,7 +214,7 @@ impl Attempt for ProcessAttempt {
                 () = sleep_until(wake) => match stop {
                     None => {
                         let limit = ctx.deadline.map_or(Limit::Attempt, |(_, l)| l);
-                        target.stop(self.opts.stop_signal as i32);
+                        target.stop(self.opts.stop_signal);
                         stop = Some((Stop::Timeout(limit), Instant::now()));
                     }
                     Some(_) => {
@@ -352,7 +352,7 @@ impl ProcessAttempt {
         let left = count_group(pgid).unwrap_or(1);
         let target = Target::Group(pgid);
         let since = stopped_at.unwrap_or_else(|| {
-            target.stop(self.opts.stop_signal as i32);
+            target.stop(self.opts.stop_signal);
             Instant::now()
         });
         let mut kill_at = since.checked_add(self.opts.kill_after);

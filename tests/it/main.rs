@@ -6,5 +6,6 @@ mod process;
 mod pty;
 mod ship;
 mod state;
+mod supervise;
 mod terminal;
 mod util;
