@@ -9,9 +9,9 @@
 //! Files are 0600 in a 0700 directory. A file that does not parse is reported
 //! once and started afresh.
 
-use std::fs::{DirBuilder, OpenOptions, TryLockError};
+use std::fs::{DirBuilder, File, OpenOptions, TryLockError};
 use std::io::{ErrorKind, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,9 +22,14 @@ use anyhow::{Context as _, bail};
 use super::Store;
 use super::rules::{self, GroupState, Micros, Op, Reply};
 
-/// The longest this store waits for another process's lock before it gives
-/// up (and the run goes on without shared state).
-pub const LOCK_WAIT: Duration = Duration::from_secs(3);
+/// How long the lock may stay with one holder before this store gives up
+/// (and the run goes on without shared state): a holder that is stopped or
+/// stuck. While the lock keeps changing hands, waiting goes on.
+pub const LOCK_STALL: Duration = Duration::from_secs(3);
+/// The longest wait for the lock, however busy it is.
+pub const LOCK_CAP: Duration = Duration::from_secs(30);
+/// How often a waiter looks for the lock changing hands.
+const PROGRESS_POLL: Duration = Duration::from_millis(50);
 
 pub struct LocalStore {
     dir: PathBuf,
@@ -49,7 +54,14 @@ impl Drop for Abandon {
 
 /// One locked read-modify-write: the group's lock is held from here to the
 /// end of the function. Returns the reply and a warning about a corrupt file.
-fn locked_apply(dir: &Path, group: &str, op: Op) -> anyhow::Result<(Reply, Option<String>)> {
+fn locked_apply(
+    lock: &File,
+    dir: &Path,
+    group: &str,
+    op: Op,
+) -> anyhow::Result<(Reply, Option<String>)> {
+    // A mark that the lock changed hands, for those waiting in line.
+    let _ = lock.write_at(&now().to_le_bytes(), 0);
     let (mut state, warning) = read(dir, group)?;
     let before = state;
     let reply = rules::apply(&mut state, now(), op);
@@ -96,6 +108,50 @@ fn write(dir: &Path, group: &str, state: &GroupState) -> anyhow::Result<()> {
     std::fs::rename(&tmp, &path).with_context(|| format!("cannot replace {}", path.display()))
 }
 
+/// Wait for the thread that waits for the lock. Give up when the lock has
+/// not changed hands for [`LOCK_STALL`] (its holder is stuck) or after
+/// [`LOCK_CAP`] in all.
+async fn wait_in_line(
+    path: &Path,
+    mut rx: tokio::sync::oneshot::Receiver<anyhow::Result<(Reply, Option<String>)>>,
+) -> anyhow::Result<(Reply, Option<String>)> {
+    let start = tokio::time::Instant::now();
+    let mark = || std::fs::read(path).ok();
+    let mut last = mark();
+    let mut moved = start;
+    loop {
+        tokio::select! {
+            r = &mut rx => {
+                return match r {
+                    Ok(result) => result.with_context(|| path.display().to_string()),
+                    Err(_) => bail!("the thread waiting for {} ended", path.display()),
+                };
+            }
+            () = tokio::time::sleep(PROGRESS_POLL) => {}
+        }
+        let now = tokio::time::Instant::now();
+        let seen = mark();
+        if seen != last {
+            last = seen;
+            moved = now;
+        }
+        if now - moved >= LOCK_STALL {
+            bail!(
+                "{} stayed locked by another process for {}s",
+                path.display(),
+                LOCK_STALL.as_secs()
+            );
+        }
+        if now - start >= LOCK_CAP {
+            bail!(
+                "{} was too busy: no turn within {}s",
+                path.display(),
+                LOCK_CAP.as_secs()
+            );
+        }
+    }
+}
+
 /// The wall clock in microseconds: the one clock every local invocation shares.
 fn now() -> Micros {
     SystemTime::now()
@@ -116,7 +172,7 @@ impl Store for LocalStore {
     /// a thread of its own waits in the kernel's queue for the lock (fair, no
     /// polling) and makes the update as soon as it holds it, so the lock is
     /// never held across a hand-over between threads; this future waits for
-    /// that thread at most [`LOCK_WAIT`]. The thread is never joined: once
+    /// that thread (see [`wait_in_line`]). The thread is never joined: once
     /// the caller has stopped waiting, a lock it still gets is released
     /// untouched, and a thread still blocked cannot keep the process alive
     /// after retry has decided to exit.
@@ -130,7 +186,7 @@ impl Store for LocalStore {
             .open(&path)
             .with_context(|| format!("cannot open {}", path.display()))?;
         let (reply, warning) = match file.try_lock() {
-            Ok(()) => locked_apply(&self.dir, group, op)?,
+            Ok(()) => locked_apply(&file, &self.dir, group, op)?,
             Err(TryLockError::Error(e)) => {
                 return Err(e).with_context(|| format!("cannot lock {}", path.display()));
             }
@@ -146,21 +202,13 @@ impl Store for LocalStore {
                             if abandoned.load(Ordering::SeqCst) {
                                 anyhow::bail!("abandoned");
                             }
-                            locked_apply(&dir, &group_owned, op)
+                            locked_apply(&file, &dir, &group_owned, op)
                         });
                         drop(file);
                         let _ = tx.send(result);
                     })
                     .context("cannot start a thread to wait for the lock")?;
-                match tokio::time::timeout(LOCK_WAIT, rx).await {
-                    Ok(Ok(result)) => result.with_context(|| path.display().to_string())?,
-                    Ok(Err(_)) => bail!("the thread waiting for {} ended", path.display()),
-                    Err(_) => bail!(
-                        "{} stayed locked by another process for {}s",
-                        path.display(),
-                        LOCK_WAIT.as_secs()
-                    ),
-                }
+                wait_in_line(&path, rx).await?
             }
         };
         if warning.is_some() {

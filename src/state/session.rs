@@ -15,7 +15,9 @@ use crate::log::{Event, Logger, human};
 use crate::signals::Signals;
 
 /// The longest one state operation may take, whatever the store.
-pub const CALL_LIMIT: Duration = Duration::from_secs(5);
+/// Redis answers within its own short timeouts; the local store may wait
+/// longer in line for a busy lock (see `local::LOCK_CAP`), never past this.
+pub const CALL_LIMIT: Duration = Duration::from_secs(35);
 
 /// How long the breaker's last word may take once the run is over.
 pub const FINISH_LIMIT: Duration = Duration::from_secs(1);
