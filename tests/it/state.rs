@@ -279,7 +279,7 @@ fn herd(n: usize, args: &[String], script: &str, dir: &Path) -> Vec<(i32, Vec<se
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let gate = dir.join("gate");
     let gated = format!(
-        "while [ ! -e '{}' ]; do sleep 0.02; done; {script}",
+        "while [ ! -e '{}' ]; do sleep 0.1; done; {script}",
         path_str(&gate)
     );
     let children: Vec<Child> = (0..n)
