@@ -501,6 +501,8 @@ fn a_pace_slot_past_max_time_is_not_taken() {
     );
     // The slot was left for someone else.
     assert_eq!(tat(), before);
+    let shown = show(&store, "slow", &[]);
+    assert!(shown.contains("\npace:    next free slot in 5"), "{shown}");
 }
 
 // ---- breaker ----
