@@ -16,8 +16,10 @@ use crate::cli::{BackoffArg, Cli, JitterArg, LogFormatArg, NestedArg, WhenArg};
 
 mod duration;
 mod http;
+mod state;
 use duration::{Dur, DurError};
-pub use http::{Data, HttpOptions, IdempotencyKey, parse_statuses};
+pub use http::{Body, Data, HttpOptions, IdempotencyKey, parse_header, parse_statuses};
+pub use state::StateOptions;
 
 /// A usage error: printed as one line, exit status 2.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,6 +163,8 @@ pub struct Config {
     pub nesting: Nesting,
     /// Inside another retry, with the default `--nested multiply`: warn once.
     pub warn_nested: bool,
+    /// Pace, budget and breaker shared by a group of invocations.
+    pub state: StateOptions,
 }
 
 impl Config {
@@ -360,6 +364,7 @@ impl Config {
             max_attempts = Some(1);
         }
 
+        let state = state::from_args(cli.state)?;
         let http = http::from_args(cli.http)?;
         if http.is_some() {
             if !cli.command.is_empty() {
@@ -411,6 +416,12 @@ impl Config {
             None => (None, crate::classify::HttpRules::default()),
         };
 
+        if state.show && (cli.dry_run || http_request.is_some() || !cli.command.is_empty()) {
+            return Err(UsageError(
+                "--state-show only prints the group's state: give it no COMMAND, --http or --dry-run"
+                    .to_string(),
+            ));
+        }
         let mode = if cli.dry_run {
             Mode::DryRun {
                 command: match &http_request {
@@ -422,7 +433,7 @@ impl Config {
             Mode::Http {
                 request: Box::new(request),
             }
-        } else if cli.command.is_empty() {
+        } else if cli.command.is_empty() && !state.show {
             return Err(UsageError(
                 "missing COMMAND: usage is 'retry [OPTIONS] -- COMMAND [ARG]...', 'retry [OPTIONS] --http URL' or 'retry [OPTIONS] --dry-run'"
                     .to_string(),
@@ -485,6 +496,7 @@ impl Config {
             },
             nesting,
             warn_nested: nested && !nested_single,
+            state,
         })
     }
 }

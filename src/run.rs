@@ -16,6 +16,7 @@ use crate::exit;
 use crate::log::{End, Event, Logger, Wait, human, of_max};
 use crate::policy::Policy;
 use crate::signals::Signals;
+use crate::state::{Gate, Next, Session, Stop};
 
 /// Time as the loop sees it.
 pub trait Clock {
@@ -55,6 +56,7 @@ pub async fn run<A, C, R>(
     rng: &mut R,
     signals: &mut Signals,
     log: &mut Logger,
+    state: &mut Session,
 ) -> Finish
 where
     A: Attempt,
@@ -67,6 +69,13 @@ where
     let mut backoff = Backoff::new(policy.delay);
     let mut previous_exit = None;
     let mut number = 0u32;
+
+    // Hook 1: the group's circuit breaker may refuse the whole run.
+    match state.admit(log, signals, deadline).await {
+        Ok(Gate::Run) => {}
+        Ok(Gate::Refused(why)) => return stopped(Stop::Refused(why), 0, max, log),
+        Err(stop) => return stopped(stop, 0, max, log),
+    }
 
     loop {
         // A signal that landed as the last wait ended must not start another attempt.
@@ -128,6 +137,18 @@ where
                 next,
             });
         };
+        // Hook 2: the outcome counts against (or refills) the group's budget.
+        match state
+            .record(verdict == Verdict::Success, log, signals, deadline)
+            .await
+        {
+            Ok(()) => {}
+            Err(Stop::Deadline) => {
+                report(log, None);
+                return finish(End::Deadline, STORE_DEADLINE, log, status);
+            }
+            Err(stop) => return stopped(stop, number, max, log),
+        }
 
         match verdict {
             Verdict::Success => {
@@ -203,12 +224,41 @@ where
             );
             return finish(End::Deadline, &reason, log, status);
         }
+        // Hook 3: the group's budget must allow the retry, and its pace may
+        // push the start to a later slot (never past --max-time).
+        let (delay, paced) = match state.plan(delay, log, signals, deadline).await {
+            Ok(Next::Go { wait, paced }) => (wait, paced),
+            Ok(Next::BudgetSpent { tokens, max: of }) => {
+                report(log, None);
+                let reason = format!(
+                    "the group's retry budget is spent ({tokens} of {of} tokens; retries need more than {})",
+                    of / 2.0
+                );
+                return finish(End::Refused, &reason, log, status);
+            }
+            Ok(Next::PastDeadline { wait }) => {
+                report(log, None);
+                let reason = format!(
+                    "the group's next pace slot is after --max-time ({} from now, {} left)",
+                    human(wait),
+                    human(deadline.map_or(Duration::ZERO, |d| d.saturating_duration_since(now)))
+                );
+                return finish(End::Deadline, &reason, log, status);
+            }
+            Err(Stop::Deadline) => {
+                report(log, None);
+                return finish(End::Deadline, STORE_DEADLINE, log, status);
+            }
+            Err(stop) => return stopped(stop, number, max, log),
+        };
+        let wake = clock.now().checked_add(delay);
         report(
             log,
             Some(Wait {
                 delay,
                 ceiling: step.ceiling,
                 jitter: policy.delay.jitter.name(),
+                paced,
             }),
         );
         if let Some(sig) = signals.interrupted() {
@@ -218,7 +268,7 @@ where
         let wake = wake.unwrap_or_else(|| now + Duration::from_secs(u32::MAX.into()));
         // The countdown lives only while no child runs, and is erased before
         // anything else is logged.
-        let countdown = log.countdown(step.delay, number.saturating_add(1), max);
+        let countdown = log.countdown(delay, number.saturating_add(1), max);
         let interrupt = tokio::select! {
             () = clock.sleep_until(wake) => None,
             sig = signals.next_interrupt() => Some(sig),
@@ -227,6 +277,40 @@ where
         if let Some(sig) = interrupt {
             return interrupted_in_wait(sig as i32, number, max, log);
         }
+    }
+}
+
+const STORE_DEADLINE: &str = "--max-time ran out while asking the shared state store";
+
+/// The run ends on shared state's word: a refusal, an interrupt or the
+/// deadline while the store was asked, or a required store that failed.
+fn stopped(stop: Stop, attempts: u32, max: Option<u32>, log: &mut Logger) -> Finish {
+    let (end, status, reason) = match stop {
+        Stop::Interrupted(sig) => return interrupted_in_wait(sig as i32, attempts, max, log),
+        Stop::Refused(why) => (End::Refused, Status::Exited(exit::REFUSED.into()), why),
+        Stop::Deadline => (
+            End::Deadline,
+            Status::TimedOut {
+                limit: Limit::Deadline,
+                after: Duration::ZERO,
+            },
+            STORE_DEADLINE.to_string(),
+        ),
+        Stop::Failed(why) => (End::Permanent, Status::Exited(exit::INTERNAL.into()), why),
+    };
+    let exit_code = exit::code(&status, Verdict::Permanent);
+    log.emit(&Event::Done {
+        end,
+        attempts,
+        max,
+        exit_code,
+        reason: &reason,
+    });
+    Finish {
+        status,
+        end,
+        attempts,
+        exit_code,
     }
 }
 
@@ -353,6 +437,7 @@ mod tests {
             &mut rng,
             &mut Signals::none(),
             &mut quiet(),
+            &mut crate::state::Session::none(),
         ));
         let sleeps = clock.sleeps.borrow().clone();
         (finish, sleeps, attempt.seen)

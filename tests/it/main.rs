@@ -6,6 +6,7 @@ mod output;
 mod process;
 mod pty;
 mod ship;
+mod state;
 mod supervise;
 mod terminal;
 mod util;
