@@ -311,3 +311,42 @@ fn bad_patterns_are_usage_errors() {
     out.expect_code(2);
     assert!(out.stderr_text().contains("--retry-if-output"));
 }
+
+#[test]
+fn output_arrives_at_once_not_at_the_end_of_a_line_or_of_the_attempt() {
+    use std::io::Read;
+    let mut child = command()
+        .args(["-qq", "--max=1", "--stop-if-output", "x", "--"])
+        .args(["sh", "-c", "printf 'partial'; exec sleep 5"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 64];
+        let n = stdout.read(&mut buf).unwrap_or(0);
+        let _ = tx.send(buf[..n].to_vec());
+    });
+    let first = rx.recv_timeout(Duration::from_secs(3));
+    // Still running: the bytes came before the attempt ended.
+    let running = child.try_wait().unwrap().is_none();
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(first.as_deref(), Ok(&b"partial"[..]));
+    assert!(running);
+}
+
+#[test]
+fn patterns_work_in_the_foreground_too() {
+    let out = retry_sh(
+        &args(&["--foreground", "--stop-if-output", "^fatal"]),
+        "echo fatal: no such host; exit 1",
+    )
+    .run();
+    out.expect_code(1);
+    assert_eq!(attempts(&out), 1);
+    assert_eq!(out.stdout_text(), "fatal: no such host\n");
+}
