@@ -18,6 +18,7 @@ pub mod redact;
 pub mod run;
 pub mod schedule;
 pub mod signals;
+pub mod sim;
 pub mod wait;
 
 use std::io::Write;

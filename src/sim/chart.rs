@@ -1,0 +1,1 @@
+//! Arrivals over time as a plain-text chart.
