@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use clap::{ArgAction, Parser, ValueEnum};
 
 mod http;
+mod sim;
 pub use http::HttpArgs;
+pub use sim::{FormatArg, ModelArg, SimArgs};
 
 /// What `-h` prints after the options: where the rest is.
 const AFTER_HELP: &str = "\
@@ -62,7 +64,7 @@ Environment:
     // Wide enough for the option table, narrow enough to read; help on a
     // smaller terminal still wraps to fit.
     max_term_width = 100,
-    override_usage = "retry [OPTIONS] -- COMMAND [ARG]...\n       retry [OPTIONS] --http URL\n       retry [OPTIONS] --dry-run"
+    override_usage = "retry [OPTIONS] -- COMMAND [ARG]...\n       retry [OPTIONS] --http URL\n       retry [OPTIONS] --dry-run\n       retry [OPTIONS] --simulate N (--outage DUR | --capacity RATE/s | --model occ)"
 )]
 pub struct Cli {
     /// Attempts in total, the first included (N >= 1)
@@ -237,6 +239,9 @@ pub struct Cli {
 
     #[command(flatten)]
     pub http: HttpArgs,
+
+    #[command(flatten)]
+    pub sim: SimArgs,
 
     /// Colour retry's own log prefix and outcome words [default: auto]
     ///

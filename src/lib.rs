@@ -60,6 +60,9 @@ pub fn main_entry() -> u8 {
                 Err(_) => exit::INTERNAL,
             };
         }
+        Mode::Simulate { sim } => {
+            return sim::cmd::main(&config, sim, seed, || StdRng::seed_from_u64(seed));
+        }
         Mode::Run { command } => command.clone(),
         Mode::Http { request } => return probe::main(&config, request, started, seed, &mut rng),
     };

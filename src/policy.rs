@@ -16,7 +16,9 @@ use crate::classify::{CodeSet, Rules};
 use crate::cli::{BackoffArg, Cli, JitterArg, LogFormatArg, NestedArg, WhenArg};
 
 mod http;
+mod sim;
 pub use http::{Data, HttpOptions, IdempotencyKey, parse_statuses};
+pub use sim::SimOptions;
 
 /// A usage error: printed as one line, exit status 2.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +50,8 @@ pub enum Mode {
     Http { request: Box<HttpOptions> },
     /// Print the schedule; COMMAND (or the HTTP request), if given, is only shown.
     DryRun { command: Vec<OsString> },
+    /// Simulate N clients against a model server and report.
+    Simulate { sim: SimOptions },
 }
 
 /// The retry loop's policy.
@@ -192,7 +196,8 @@ impl Config {
                 max: jitter_max.unwrap_or(Duration::from_secs(1)),
             },
         };
-        if jitter_max.is_some() && !matches!(jitter, Jitter::Additive { .. }) {
+        // --compare runs additive jitter too, so --jitter-max has an effect there.
+        if jitter_max.is_some() && !matches!(jitter, Jitter::Additive { .. }) && !cli.sim.compare {
             return Err(UsageError(
                 "--jitter-max applies only to --jitter additive".to_string(),
             ));
@@ -311,7 +316,27 @@ impl Config {
             None => (None, crate::classify::HttpRules::default()),
         };
 
-        let mode = if cli.dry_run {
+        let sim = sim::from_args(cli.sim)?.map(|mut s| {
+            s.additive_max = jitter_max.unwrap_or(Duration::from_secs(1));
+            s
+        });
+        if sim.is_some() {
+            for (flag, given) in [
+                ("COMMAND", !cli.command.is_empty()),
+                ("--http", http_request.is_some()),
+                ("--dry-run", cli.dry_run),
+                ("--timeout", cli.timeout.is_some()),
+            ] {
+                if given {
+                    return Err(UsageError(format!(
+                        "--simulate runs nothing real: it cannot be combined with {flag}"
+                    )));
+                }
+            }
+        }
+        let mode = if let Some(sim) = sim {
+            Mode::Simulate { sim }
+        } else if cli.dry_run {
             Mode::DryRun {
                 command: match &http_request {
                     Some(request) => request.display_words(),

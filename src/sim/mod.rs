@@ -6,7 +6,8 @@
 //! drawn by `backoff`, exactly as a real run does; what happens is reported
 //! to a [`Sink`] like the real loop's log. Pure: virtual time is a
 //! `Duration` since the start, and the RNG is the caller's. `--dry-run` is
-//! this simulation with one client and a server that always fails.
+//! this simulation with one client and a server that always fails. Only
+//! `cmd` (printing the report) and `plot` (writing the picture) do I/O.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -22,7 +23,9 @@ use crate::run::Sink;
 use crate::wait::{self, Decision};
 
 pub mod chart;
+pub mod cmd;
 pub mod model;
+pub mod plot;
 pub mod report;
 
 pub use model::Model;

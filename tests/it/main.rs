@@ -5,4 +5,5 @@ mod http;
 mod process;
 mod pty;
 mod ship;
+mod sim;
 mod util;
