@@ -24,6 +24,8 @@ pub struct Summary {
     pub busiest_100ms: u64,
     /// The same, counting only requests once the server has recovered.
     pub busiest_100ms_after_recovery: Option<u64>,
+    /// Requests while the server was down (the first attempts included).
+    pub requests_before_recovery: Option<u64>,
     /// When half the clients had succeeded.
     pub median_success_ms: Option<f64>,
     pub last_success_ms: Option<f64>,
@@ -62,10 +64,8 @@ impl Summary {
         waits: Option<Vec<Duration>>,
     ) -> Summary {
         let requests = o.arrivals.len() as u64;
-        let after = recovery.map(|r| {
-            let from = o.arrivals.partition_point(|t| *t < r);
-            busiest(&o.arrivals[from..], WINDOW)
-        });
+        let from = recovery.map(|r| o.arrivals.partition_point(|t| *t < r));
+        let after = from.map(|from| busiest(&o.arrivals[from..], WINDOW));
         let half = (o.clients as usize).div_ceil(2);
         Summary {
             jitter: jitter.to_string(),
@@ -74,6 +74,7 @@ impl Summary {
             requests_per_client: requests as f64 / f64::from(o.clients.max(1)),
             busiest_100ms: busiest(&o.arrivals, WINDOW),
             busiest_100ms_after_recovery: after,
+            requests_before_recovery: from.map(|n| n as u64),
             median_success_ms: (half > 0)
                 .then(|| o.successes.get(half - 1).copied().map(ms))
                 .flatten(),
@@ -203,6 +204,7 @@ mod tests {
         assert_eq!(s.requests, 7);
         assert_eq!(s.busiest_100ms, 4);
         assert_eq!(s.busiest_100ms_after_recovery, Some(2));
+        assert_eq!(s.requests_before_recovery, Some(4));
         assert_eq!(s.median_success_ms, Some(1001.0));
         assert_eq!(s.last_success_ms, Some(1500.0));
         assert_eq!((s.succeeded, s.gave_up), (3, 1));

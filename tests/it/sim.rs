@@ -235,3 +235,46 @@ fn plot_writes_an_svg() {
         assert!(text.contains(kind), "legend lacks {kind}");
     }
 }
+
+#[path = "../../examples/herd/herd.rs"]
+mod herd;
+
+fn small_herd(jitter: &str) -> (herd::Figures, (u64, u64, f64, u64)) {
+    let dir = scratch();
+    let p = herd::Params {
+        retry: crate::util::bin().to_path_buf(),
+        clients: 50,
+        outage: std::time::Duration::from_secs(1),
+        policy: [
+            "--base", "100ms", "--cap", "2s", "--max", "30", "--jitter", jitter,
+        ]
+        .map(str::to_string)
+        .to_vec(),
+        seed: 1,
+        logs: dir.path().to_path_buf(),
+    };
+    let h = herd::run(&p).expect("herd ran");
+    (
+        h.figures(50, p.outage),
+        herd::simulate(&p).expect("simulation ran"),
+    )
+}
+
+#[test]
+fn a_small_real_herd_matches_its_simulation() {
+    // No jitter: waves at 0.1, 0.3 and 0.7 s fail, the one at 1.5 s succeeds,
+    // each with all 50 clients in one 100 ms window, as simulated.
+    let (f, (sim_requests, _, _, sim_before)) = small_herd("none");
+    let none_after = f.busiest_after_recovery;
+    assert_eq!(f.succeeded, 50);
+    assert!(f.busiest_retry_wave >= 45, "{f:?}");
+    assert_eq!((f.requests as u64, sim_requests), (250, 250));
+    assert_eq!(f.during_outage as u64, sim_before);
+    // Full jitter spreads the same herd; the total stays near the simulation's.
+    let (f, (sim_requests, _, _, _)) = small_herd("full");
+    assert_eq!(f.succeeded, 50);
+    let ratio = f.requests as f64 / sim_requests as f64;
+    assert!((0.8..=1.2).contains(&ratio), "{f:?} vs {sim_requests}");
+    // ... and no longer comes back in one wave once the server is up.
+    assert!(f.busiest_after_recovery * 3 <= none_after, "{f:?}");
+}
