@@ -28,14 +28,22 @@ fn series(arrivals: &[Duration], end: Duration) -> Vec<(f64, u64)> {
 
 /// Draw every run into one SVG at `path`.
 pub fn write(path: &Path, title: &str, runs: &[(Summary, Outcome)]) -> std::io::Result<()> {
-    draw(path, title, runs).map_err(|e| std::io::Error::other(e.to_string()))
+    let text = svg(title, runs)?;
+    std::fs::write(path, text)
 }
 
-fn draw(
-    path: &Path,
+/// The picture of every run, as SVG text.
+pub fn svg(title: &str, runs: &[(Summary, Outcome)]) -> std::io::Result<String> {
+    let mut text = String::new();
+    draw(&mut text, title, runs).map_err(|e| std::io::Error::other(e.to_string()))?;
+    Ok(text)
+}
+
+fn draw<'a>(
+    out: &'a mut String,
     title: &str,
     runs: &[(Summary, Outcome)],
-) -> Result<(), Box<dyn std::error::Error>> {
+) -> Result<(), Box<dyn std::error::Error + 'a>> {
     let end = runs
         .iter()
         .filter_map(|(_, o)| o.arrivals.last().copied())
@@ -51,7 +59,7 @@ fn draw(
         .max()
         .unwrap_or(0)
         .max(1);
-    let root = SVGBackend::new(path, (960, 540)).into_drawing_area();
+    let root = SVGBackend::with_string(out, (960, 540)).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 14))

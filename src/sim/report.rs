@@ -133,7 +133,7 @@ pub fn table(heading: &str, runs: &[(Summary, Outcome)], width: usize) -> String
     let _ = writeln!(r, "{heading}");
     let _ = writeln!(
         r,
-        "{:<13} {:>9} {:>10} {:>8} {:>9} {:>10} {:>10} {:>8}",
+        "{:<13} {:>9} {:>10} {:>8} {:>9} {:>13} {:>13} {:>8}",
         "jitter",
         "requests",
         "per client",
@@ -146,7 +146,7 @@ pub fn table(heading: &str, runs: &[(Summary, Outcome)], width: usize) -> String
     for (s, _) in runs {
         let _ = writeln!(
             r,
-            "{:<13} {:>9} {:>10.2} {:>8} {:>9} {:>10} {:>10} {:>8}",
+            "{:<13} {:>9} {:>10.2} {:>8} {:>9} {:>13} {:>13} {:>8}",
             s.jitter,
             s.requests,
             s.requests_per_client,
