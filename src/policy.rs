@@ -326,6 +326,13 @@ impl Config {
                 ("--http", http_request.is_some()),
                 ("--dry-run", cli.dry_run),
                 ("--timeout", cli.timeout.is_some()),
+                ("--retry-on", cli.retry_on.is_some()),
+                ("--stop-on", cli.stop_on.is_some()),
+                ("--success-on", cli.success_on.is_some()),
+                ("--stop-signal", cli.stop_signal.is_some()),
+                ("--kill-after", cli.kill_after.is_some()),
+                ("--foreground", cli.foreground),
+                ("--replay-stdin", cli.replay_stdin),
             ] {
                 if given {
                     return Err(UsageError(format!(

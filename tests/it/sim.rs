@@ -169,6 +169,10 @@ fn bad_simulations_are_usage_errors_naming_the_flag() {
             vec!["--simulate", "10", "--outage", "1s", "--dry-run"],
             "--dry-run",
         ),
+        (
+            vec!["--simulate", "10", "--outage", "1s", "--retry-on", "1"],
+            "--retry-on",
+        ),
     ] {
         let out = retry(&args).run();
         out.expect_code(2);
