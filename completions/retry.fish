@@ -1,24 +1,24 @@
-complete -c retry -s n -l max -d 'Attempts in total, the first included (N >= 1)' -r
+complete -c retry -s n -l max -d 'Attempts in total, the first included, N >= 1 [default: 5; none with --max-time alone]' -r
 complete -c retry -l backoff -d 'How the delay ceiling grows: exponential, linear or fixed [default: exponential]' -r -f -a "exponential\t'base * multiplier^(k-1), capped'
 linear\t'base * k, capped'
 fixed\t'base every time'"
-complete -c retry -s b -l base -d 'First delay ceiling [default: 1s]' -r
-complete -c retry -s c -l cap -d 'Largest single delay [default: 30s]' -r
-complete -c retry -s m -l multiplier -d 'Exponential growth factor, X >= 1 [default: 2]' -r
+complete -c retry -s b -l base -d 'First delay ceiling; above 30s it also raises the default cap [default: 1s]' -r
+complete -c retry -s c -l cap -d 'Largest single delay, at least --base [default: 30s, or --base if longer]' -r
+complete -c retry -s m -l multiplier -d 'Growth factor of --backoff exponential, X >= 1 [default: 2]' -r
 complete -c retry -s j -l jitter -d 'Randomisation of each delay [default: full]' -r -f -a "none\t'exactly the ceiling'
 full\t'uniform between 0 and the ceiling'
 equal\t'half the ceiling plus uniform up to the other half'
-decorrelated\t'uniform between base and 3 * the previous delay, capped'
-additive\t'the ceiling plus uniform up to --jitter-max, capped'"
+decorrelated\t'uniform between base and min(cap, 3 * the previous delay); growth flags do not apply'
+additive\t'the ceiling, kept --jitter-max below the cap, plus uniform up to --jitter-max'"
 complete -c retry -l jitter-max -d 'Largest random addition for --jitter additive [default: 1s]' -r
-complete -c retry -l max-time -d 'Overall deadline from start: no sleep or attempt runs past it' -r
-complete -c retry -s t -l timeout -d 'Per-attempt time limit; the attempt\'s process group is then stopped' -r
+complete -c retry -l max-time -d 'Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit (0 or inf: none)' -r
+complete -c retry -s t -l timeout -d 'Per-attempt time limit; the attempt\'s process group is then stopped (0 or inf: none)' -r
 complete -c retry -l reset-after -d 'An attempt that ran at least DUR before failing resets the backoff' -r
-complete -c retry -l seed -d 'Seed for the jitter RNG, for a reproducible schedule [default: from the OS]' -r
+complete -c retry -l seed -d 'Seed for the jitter RNG, 0 to 2^53-1: the same schedule on every platform and version [default: from the OS]' -r
 complete -c retry -l retry-on -d 'Only these exit codes are retryable (e.g. 1,75,100-110)' -r
 complete -c retry -l stop-on -d 'These exit codes are permanent failures: stop at once' -r
 complete -c retry -l success-on -d 'These exit codes count as success' -r
-complete -c retry -l stop-signal -d 'Signal sent to the attempt\'s process group on timeout [default: TERM]' -r
+complete -c retry -l stop-signal -d 'Signal sent to the attempt\'s process group on timeout: a name or number as \'kill -l\' lists, such as INT, SIGUSR1 or RTMIN+2 [default: TERM]' -r
 complete -c retry -s k -l kill-after -d 'Grace period after the stop signal before KILL [default: 5s]' -r
 complete -c retry -l nested -d 'Inside another retry: multiply attempts (warn), or run COMMAND once' -r -f -a "multiply\t'run every attempt (and warn once that attempts multiply)'
 single\t'an inner retry runs COMMAND once'"
@@ -48,7 +48,7 @@ complete -c retry -l ci-annotations -d 'GitHub Actions annotations for failed at
 always\t''
 never\t''"
 complete -c retry -l forever -d 'No attempt limit (still bounded by --max-time)'
-complete -c retry -l no-retry-on-timeout -d 'A timed-out attempt is a permanent failure'
+complete -c retry -l no-retry-on-timeout -d 'A timed-out attempt is a permanent failure (with a COMMAND: needs --timeout)'
 complete -c retry -l foreground -d 'Run COMMAND in retry\'s own process group (for programs that read the terminal)'
 complete -c retry -l replay-stdin -d 'Read stdin once and give every attempt the same bytes'
 complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the final give-up line, -qq nothing'

@@ -34,23 +34,23 @@ module completions {
 
   # Run a command and retry it with capped exponential backoff and jitter
   export extern retry [
-    --max(-n): string         # Attempts in total, the first included (N >= 1)
+    --max(-n): string         # Attempts in total, the first included, N >= 1 [default: 5; none with --max-time alone]
     --forever                 # No attempt limit (still bounded by --max-time)
     --backoff: string@"nu-complete retry backoff" # How the delay ceiling grows: exponential, linear or fixed [default: exponential]
-    --base(-b): string        # First delay ceiling [default: 1s]
-    --cap(-c): string         # Largest single delay [default: 30s]
-    --multiplier(-m): string  # Exponential growth factor, X >= 1 [default: 2]
+    --base(-b): string        # First delay ceiling; above 30s it also raises the default cap [default: 1s]
+    --cap(-c): string         # Largest single delay, at least --base [default: 30s, or --base if longer]
+    --multiplier(-m): string  # Growth factor of --backoff exponential, X >= 1 [default: 2]
     --jitter(-j): string@"nu-complete retry jitter" # Randomisation of each delay [default: full]
     --jitter-max: string      # Largest random addition for --jitter additive [default: 1s]
-    --max-time: string        # Overall deadline from start: no sleep or attempt runs past it
-    --timeout(-t): string     # Per-attempt time limit; the attempt's process group is then stopped
+    --max-time: string        # Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit (0 or inf: none)
+    --timeout(-t): string     # Per-attempt time limit; the attempt's process group is then stopped (0 or inf: none)
     --reset-after: string     # An attempt that ran at least DUR before failing resets the backoff
-    --seed: string            # Seed for the jitter RNG, for a reproducible schedule [default: from the OS]
+    --seed: string            # Seed for the jitter RNG, 0 to 2^53-1: the same schedule on every platform and version [default: from the OS]
     --retry-on: string        # Only these exit codes are retryable (e.g. 1,75,100-110)
     --stop-on: string         # These exit codes are permanent failures: stop at once
     --success-on: string      # These exit codes count as success
-    --no-retry-on-timeout     # A timed-out attempt is a permanent failure
-    --stop-signal: string     # Signal sent to the attempt's process group on timeout [default: TERM]
+    --no-retry-on-timeout     # A timed-out attempt is a permanent failure (with a COMMAND: needs --timeout)
+    --stop-signal: string     # Signal sent to the attempt's process group on timeout: a name or number as 'kill -l' lists, such as INT, SIGUSR1 or RTMIN+2 [default: TERM]
     --kill-after(-k): string  # Grace period after the stop signal before KILL [default: 5s]
     --foreground              # Run COMMAND in retry's own process group (for programs that read the terminal)
     --replay-stdin            # Read stdin once and give every attempt the same bytes

@@ -8,6 +8,12 @@ cd "$(dirname "$0")/.."
 need=()
 command -v sh >/dev/null || need+=(dash)
 command -v sleep >/dev/null || need+=(coreutils)
+# The man page is rendered with groff -ww; supervision tests use bash's job
+# control on a pty, prlimit and unshare (PID namespaces), and a perl child.
+command -v groff >/dev/null || need+=(groff-base)
+command -v bash >/dev/null || need+=(bash)
+command -v prlimit >/dev/null || need+=(util-linux)
+command -v perl >/dev/null || need+=(perl-base)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
   $sudo apt-get update -qq

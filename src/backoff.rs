@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use rand::{Rng, RngExt};
+use rand::Rng;
 
 /// How the ceiling v_k grows with the retry number k (k = 1 for the first retry).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -29,9 +29,16 @@ pub enum Jitter {
     Full,
     /// d = v_k/2 + U(0, v_k/2)
     Equal,
-    /// d_k = min(cap, U(base, 3 * d_{k-1})), d_0 = base; ignores the growth kind.
+    /// d_k = U(base, min(cap, 3 * d_{k-1})), d_0 = base; ignores the growth kind.
+    ///
+    /// The cap bounds the range, not the draw: clamping the draw instead
+    /// (min(cap, U(base, 3d))) sends every client whose draw passed the cap
+    /// to exactly the cap, in step with the others.
     Decorrelated,
-    /// d = min(cap, v_k + U(0, max))
+    /// d = min(v_k, cap - max) + U(0, max); U(0, cap) when max >= cap.
+    ///
+    /// The random window slides below the cap rather than being clipped by
+    /// it, so clients that have all reached the cap still spread out.
     Additive { max: Duration },
 }
 
@@ -90,6 +97,7 @@ impl DelayPolicy {
     pub fn worst_case(&self, k: u32) -> Duration {
         match self.jitter {
             Jitter::None | Jitter::Full | Jitter::Equal => self.ceiling(k),
+            // min(v, cap - J) + J, and the cap itself when J >= cap.
             Jitter::Additive { max } => self.ceiling(k).saturating_add(max).min(self.cap),
             Jitter::Decorrelated => {
                 // The upper bound grows as base * 3^k until it meets the cap.
@@ -149,10 +157,9 @@ impl Backoff {
             }
             Jitter::Additive { max } => {
                 let v = p.ceiling(self.retry);
-                let d = v
-                    .saturating_add(uniform(rng, Duration::ZERO, max))
-                    .min(p.cap);
-                (v, d)
+                let window = max.min(p.cap);
+                let floor = v.min(p.cap - window);
+                (v, floor + uniform(rng, Duration::ZERO, window))
             }
             Jitter::Decorrelated => {
                 let upper = self.previous.saturating_mul(3).min(p.cap);
@@ -170,21 +177,22 @@ impl Backoff {
     }
 }
 
-/// A duration drawn uniformly from [lo, hi], at nanosecond resolution.
+/// A duration drawn uniformly from [lo, hi], at nanosecond resolution,
+/// by our own sampler (see `rng`), so a seed's schedule never changes.
 fn uniform<R: Rng + ?Sized>(rng: &mut R, lo: Duration, hi: Duration) -> Duration {
     if hi <= lo {
         return lo;
     }
+    // Spans beyond u64 nanoseconds (584 years) are drawn at that width.
     let span = u64::try_from((hi - lo).as_nanos()).unwrap_or(u64::MAX);
-    lo + Duration::from_nanos(rng.random_range(0..=span))
+    lo + Duration::from_nanos(crate::rng::up_to(rng, span))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rng::seeded;
     use proptest::prelude::*;
-    use rand::SeedableRng;
-    use rand::rngs::StdRng;
     use statrs::distribution::{ContinuousCDF, Uniform};
 
     fn ms(n: u64) -> Duration {
@@ -205,7 +213,7 @@ mod tests {
     }
 
     fn delays(p: DelayPolicy, n: usize, seed: u64) -> Vec<Step> {
-        let mut rng = StdRng::seed_from_u64(seed);
+        let mut rng = seeded(seed);
         let mut b = Backoff::new(p);
         (0..n).map(|_| b.next(&mut rng)).collect()
     }
@@ -274,7 +282,7 @@ mod tests {
     }
 
     #[test]
-    fn additive_adds_at_most_jitter_max_and_respects_cap() {
+    fn additive_adds_at_most_jitter_max_below_the_cap() {
         let p = policy(
             exp2(),
             Jitter::Additive { max: ms(1000) },
@@ -282,15 +290,99 @@ mod tests {
             ms(2000),
         );
         for s in delays(p, 500, 3) {
-            assert!(s.delay >= s.ceiling);
-            assert!(s.delay <= (s.ceiling + ms(1000)).min(ms(2000)));
+            let floor = s.ceiling.min(ms(1000));
+            assert!(s.delay >= floor, "{s:?}");
+            assert!(s.delay <= floor + ms(1000), "{s:?}");
         }
     }
 
     #[test]
+    fn additive_at_the_cap_still_spreads() {
+        // Every retry here is at the cap: the window slides below it.
+        let p = policy(
+            Growth::Fixed,
+            Jitter::Additive { max: ms(1000) },
+            ms(5000),
+            ms(5000),
+        );
+        let draws: Vec<f64> = delays(p, 5000, 11)
+            .iter()
+            .map(|s| s.delay.as_secs_f64())
+            .collect();
+        assert!(draws.iter().all(|&d| (4.0..=5.0).contains(&d)));
+        let d = ks_statistic(draws, &Uniform::new(4.0, 5.0).expect("valid bounds"));
+        assert!(d < ks_critical(5000), "KS statistic {d}");
+        // A window wider than the cap covers [0, cap].
+        let wide = policy(
+            Growth::Fixed,
+            Jitter::Additive { max: ms(9000) },
+            ms(2000),
+            ms(2000),
+        );
+        let draws: Vec<f64> = delays(wide, 5000, 12)
+            .iter()
+            .map(|s| s.delay.as_secs_f64())
+            .collect();
+        let d = ks_statistic(draws, &Uniform::new(0.0, 2.0).expect("valid bounds"));
+        assert!(d < ks_critical(5000), "KS statistic {d}");
+    }
+
+    /// Exact delays, in nanoseconds, for a few seeds and every jitter kind.
+    /// A change here changes what `--seed` means: never update these values.
+    #[test]
+    fn seeded_schedules_are_pinned() {
+        let kinds = [
+            Jitter::None,
+            Jitter::Full,
+            Jitter::Equal,
+            Jitter::Decorrelated,
+            Jitter::Additive { max: ms(1000) },
+        ];
+        let mut got = Vec::new();
+        for seed in [0, 1, 42, crate::rng::MAX_SEED] {
+            for jitter in kinds {
+                let p = policy(exp2(), jitter, ms(1000), ms(30_000));
+                let nanos: Vec<u64> = delays(p, 6, seed)
+                    .iter()
+                    .map(|s| s.delay.as_nanos() as u64)
+                    .collect();
+                got.push(nanos);
+            }
+        }
+        let want: &[[u64; 6]] = &GOLDEN;
+        assert_eq!(got, want, "{got:?}");
+    }
+
+    // Rows: seeds 0, 1, 42 and 2^53 - 1, each with none, full, equal,
+    // decorrelated and additive (1s) jitter; exponential x2 from 1s to 30s.
+    #[rustfmt::skip]
+    const GOLDEN: [[u64; 6]; 20] = [
+        [1000000000, 2000000000, 4000000000, 8000000000, 16000000000, 30000000000], // seed 0, none
+        [969282758, 1181792383, 2292552618, 1523012883, 12506075047, 9973488867], // seed 0, full
+        [984641379, 1590896192, 3146276309, 4761506441, 14253037524, 19986744433], // seed 0, equal
+        [2938565515, 5618265323, 10086988502, 6520921701, 15509208341, 10641039238], // seed 0, decorrelated
+        [1969282758, 2590896192, 4573138155, 8190376610, 16781629691, 29332449629], // seed 0, additive
+        [1000000000, 2000000000, 4000000000, 8000000000, 16000000000, 30000000000], // seed 1, none
+        [854517128, 963291682, 1020134848, 5549590169, 5278678217, 8145958499], // seed 1, full
+        [927258564, 1481645841, 2510067424, 6774795084, 10639339108, 19072979249], // seed 1, equal
+        [2709034256, 4432739407, 4136460243, 8914673391, 9493399906, 8461752215], // seed 1, decorrelated
+        [1854517128, 2481645841, 4255033712, 8693698771, 16329917388, 29271531950], // seed 1, additive
+        [1000000000, 2000000000, 4000000000, 8000000000, 16000000000, 30000000000], // seed 42, none
+        [372427004, 1714091366, 3925088899, 4495601870, 14196430288, 27037800116], // seed 42, full
+        [686213502, 1857045683, 3962544450, 6247800935, 15098215144, 28518900058], // seed 42, equal
+        [1744854007, 4629213099, 13646282485, 17296556777, 26731029897, 27136540112], // seed 42, decorrelated
+        [1372427004, 2857045683, 4981272225, 8561950234, 16887276893, 29901260004], // seed 42, additive
+        [1000000000, 2000000000, 4000000000, 8000000000, 16000000000, 30000000000], // seed 2^53 - 1, none
+        [462419863, 1864072331, 2145271472, 5457595190, 4096735352, 26951297564], // seed 2^53 - 1, full
+        [731209931, 1932036166, 3072635736, 6728797595, 10048367676, 28475648782], // seed 2^53 - 1, equal
+        [1924839726, 5450024547, 9232518767, 19213056855, 8425332826, 22808988622], // seed 2^53 - 1, decorrelated
+        [1462419863, 2932036166, 4536317868, 8682199399, 16256045959, 29898376586], // seed 2^53 - 1, additive
+    ];
+
+    #[test]
     fn decorrelated_stays_between_base_and_three_times_previous() {
         let p = policy(exp2(), Jitter::Decorrelated, ms(100), ms(10_000));
-        let mut rng = StdRng::seed_from_u64(9);
+        let mut rng = seeded(9);
         let mut b = Backoff::new(p);
         let mut prev = p.base;
         for _ in 0..5000 {
@@ -305,7 +397,7 @@ mod tests {
     #[test]
     fn reset_returns_to_the_first_step() {
         let p = policy(exp2(), Jitter::None, ms(100), ms(10_000));
-        let mut rng = StdRng::seed_from_u64(1);
+        let mut rng = seeded(1);
         let mut b = Backoff::new(p);
         b.next(&mut rng);
         b.next(&mut rng);

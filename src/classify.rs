@@ -7,6 +7,9 @@
 use std::fmt;
 use std::time::Duration;
 
+/// SIGPIPE's number on Linux, where retry runs.
+const SIGPIPE: i32 = 13;
+
 mod http;
 pub use http::{HttpRules, NetFailure, StatusSet};
 
@@ -19,10 +22,13 @@ pub enum Status {
     Signaled(i32),
     /// The attempt ran out of time and was stopped.
     TimedOut { limit: Limit, after: Duration },
-    /// The command does not exist (exec failed with ENOENT).
-    NotFound,
+    /// The command (named here) does not exist: exec failed with ENOENT.
+    NotFound(String),
     /// The command exists but cannot be executed.
     NotExecutable(String),
+    /// The system could not start the command for now (no processes,
+    /// memory or descriptors to spare): worth another try.
+    CannotStart(String),
     /// retry itself caught this signal during the attempt and stopped it.
     Interrupted(i32),
     /// HTTP mode: a response arrived with this status code. `retry_after`
@@ -151,6 +157,10 @@ pub fn classify(status: &Status, rules: &Rules) -> Verdict {
                 Verdict::Success
             } else if rules.stop_on.contains(code) {
                 Verdict::Permanent
+            } else if sig == SIGPIPE && !rules.retry_on.as_ref().is_some_and(|r| r.contains(code)) {
+                // Whoever read the output is gone (`retry -- producer | head`):
+                // running the producer again cannot help.
+                Verdict::Permanent
             } else {
                 Verdict::Retryable
             }
@@ -161,7 +171,10 @@ pub fn classify(status: &Status, rules: &Rules) -> Verdict {
             Limit::Attempt if rules.retry_on_timeout => Verdict::Retryable,
             Limit::Attempt => Verdict::Permanent,
         },
-        Status::NotFound | Status::NotExecutable(_) | Status::Interrupted(_) => Verdict::Permanent,
+        Status::NotFound(_) | Status::NotExecutable(_) | Status::Interrupted(_) => {
+            Verdict::Permanent
+        }
+        Status::CannotStart(_) => Verdict::Retryable,
         Status::Http { .. } | Status::Net { .. } => http::classify(status, rules),
     }
 }
@@ -177,7 +190,12 @@ pub fn explain(status: &Status, rules: &Rules) -> String {
         }
         Status::Exited(126) => "exit 126 (command not executable) is not retried".to_string(),
         Status::Exited(127) => "exit 127 (command not found) is not retried".to_string(),
-        Status::Signaled(sig) => format!("{status} and {} is in --stop-on", 128 + sig),
+        Status::Signaled(sig) if rules.stop_on.contains(128 + sig) => {
+            format!("{status} and {} is in --stop-on", 128 + sig)
+        }
+        Status::Signaled(SIGPIPE) => {
+            format!("{status}: whoever read its output is gone (--retry-on 141 retries it)")
+        }
         Status::TimedOut {
             limit: Limit::Attempt,
             ..
@@ -197,7 +215,9 @@ impl fmt::Display for Status {
                 Limit::Attempt => write!(f, "timed out by --timeout"),
                 Limit::Deadline => write!(f, "stopped at --max-time"),
             },
-            Status::NotFound => write!(f, "command not found"),
+            Status::NotFound(name) if name.is_empty() => write!(f, "command not found"),
+            Status::NotFound(name) => write!(f, "command not found: {name}"),
+            Status::CannotStart(why) => write!(f, "{why}"),
             Status::NotExecutable(why) => write!(f, "cannot execute: {why}"),
             Status::Interrupted(sig) => write!(f, "interrupted by {}", signal_name(*sig)),
             Status::Http { code, retry_after } => {
@@ -222,12 +242,9 @@ pub fn round_ms(d: Duration) -> Duration {
     Duration::from_millis(u64::try_from((d.as_micros() + 500) / 1000).unwrap_or(u64::MAX))
 }
 
-/// `SIGTERM` for 15, `signal 99` for numbers without a name.
+/// `SIGTERM` for 15, `SIGRTMIN+2`, `signal 99` for numbers without a name.
 pub fn signal_name(sig: i32) -> String {
-    match nix::sys::signal::Signal::try_from(sig) {
-        Ok(s) => s.as_str().to_string(),
-        Err(_) => format!("signal {sig}"),
-    }
+    crate::signame::name(sig)
 }
 
 #[cfg(test)]
@@ -246,7 +263,10 @@ mod tests {
         assert_eq!(classify(&Status::Exited(255), &r), Verdict::Retryable);
         assert_eq!(classify(&Status::Exited(126), &r), Verdict::Permanent);
         assert_eq!(classify(&Status::Exited(127), &r), Verdict::Permanent);
-        assert_eq!(classify(&Status::NotFound, &r), Verdict::Permanent);
+        assert_eq!(
+            classify(&Status::NotFound(String::new()), &r),
+            Verdict::Permanent
+        );
         assert_eq!(
             classify(&Status::NotExecutable("x".into()), &r),
             Verdict::Permanent
@@ -310,7 +330,10 @@ mod tests {
         };
         assert_eq!(classify(&Status::Exited(127), &r), Verdict::Retryable);
         // A failed exec is still permanent: there is no program to run.
-        assert_eq!(classify(&Status::NotFound, &r), Verdict::Permanent);
+        assert_eq!(
+            classify(&Status::NotFound(String::new()), &r),
+            Verdict::Permanent
+        );
     }
 
     #[test]

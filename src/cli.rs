@@ -67,7 +67,7 @@ Environment:
     override_usage = "retry [OPTIONS] -- COMMAND [ARG]...\n       retry [OPTIONS] --http URL\n       retry [OPTIONS] --dry-run\n       retry [OPTIONS] --simulate N (--outage DUR | --capacity RATE/s | --model occ)"
 )]
 pub struct Cli {
-    /// Attempts in total, the first included (N >= 1)
+    /// Attempts in total, the first included, N >= 1 [default: 5; none with --max-time alone]
     #[arg(
         short = 'n',
         long = "max",
@@ -94,27 +94,29 @@ pub struct Cli {
     )]
     pub backoff: Option<BackoffArg>,
 
-    /// First delay ceiling [default: 1s]
+    /// First delay ceiling; above 30s it also raises the default cap [default: 1s]
     #[arg(
         short = 'b',
         long,
         value_name = "DUR",
         env = "RETRY_BASE",
+        allow_hyphen_values = true,
         help_heading = "Policy"
     )]
     pub base: Option<String>,
 
-    /// Largest single delay [default: 30s]
+    /// Largest single delay, at least --base [default: 30s, or --base if longer]
     #[arg(
         short = 'c',
         long,
         value_name = "DUR",
         env = "RETRY_CAP",
+        allow_hyphen_values = true,
         help_heading = "Policy"
     )]
     pub cap: Option<String>,
 
-    /// Exponential growth factor, X >= 1 [default: 2]
+    /// Growth factor of --backoff exponential, X >= 1 [default: 2]
     #[arg(
         short = 'm',
         long,
@@ -125,6 +127,12 @@ pub struct Cli {
     pub multiplier: Option<String>,
 
     /// Randomisation of each delay [default: full]
+    ///
+    /// Decorrelated jitter caps the range it draws from, not the draw:
+    /// U(base, min(cap, 3 x previous)). Capping the draw instead would put every
+    /// client whose draw passed the cap exactly on the cap, retrying in step.
+    /// Additive jitter keeps its window below the cap for the same reason:
+    /// min(v, cap - J) + U(0, J), with J = --jitter-max.
     #[arg(
         short = 'j',
         long,
@@ -135,33 +143,47 @@ pub struct Cli {
     pub jitter: Option<JitterArg>,
 
     /// Largest random addition for --jitter additive [default: 1s]
-    #[arg(long, value_name = "DUR", help_heading = "Policy")]
+    #[arg(
+        long,
+        value_name = "DUR",
+        allow_hyphen_values = true,
+        help_heading = "Policy"
+    )]
     pub jitter_max: Option<String>,
 
-    /// Overall deadline from start: no sleep or attempt runs past it
+    /// Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit
+    /// (0 or inf: none)
     #[arg(
         long,
         value_name = "DUR",
         env = "RETRY_MAX_TIME",
+        allow_hyphen_values = true,
         help_heading = "Policy"
     )]
     pub max_time: Option<String>,
 
-    /// Per-attempt time limit; the attempt's process group is then stopped
+    /// Per-attempt time limit; the attempt's process group is then stopped (0 or inf: none)
     #[arg(
         short = 't',
         long,
         value_name = "DUR",
         env = "RETRY_TIMEOUT",
+        allow_hyphen_values = true,
         help_heading = "Policy"
     )]
     pub timeout: Option<String>,
 
     /// An attempt that ran at least DUR before failing resets the backoff
-    #[arg(long, value_name = "DUR", help_heading = "Policy")]
+    #[arg(
+        long,
+        value_name = "DUR",
+        allow_hyphen_values = true,
+        help_heading = "Policy"
+    )]
     pub reset_after: Option<String>,
 
-    /// Seed for the jitter RNG, for a reproducible schedule [default: from the OS]
+    /// Seed for the jitter RNG, 0 to 2^53-1: the same schedule on every platform and version
+    /// [default: from the OS]
     #[arg(
         long,
         value_name = "N",
@@ -182,16 +204,28 @@ pub struct Cli {
     #[arg(long, value_name = "LIST", help_heading = "Classification")]
     pub success_on: Option<String>,
 
-    /// A timed-out attempt is a permanent failure
+    /// A timed-out attempt is a permanent failure (with a COMMAND: needs --timeout)
     #[arg(long, help_heading = "Classification")]
     pub no_retry_on_timeout: bool,
 
-    /// Signal sent to the attempt's process group on timeout [default: TERM]
-    #[arg(long, value_name = "SIG", help_heading = "Process")]
+    /// Signal sent to the attempt's process group on timeout: a name or number as 'kill -l'
+    /// lists, such as INT, SIGUSR1 or RTMIN+2 [default: TERM]
+    #[arg(
+        long,
+        value_name = "SIG",
+        allow_negative_numbers = true,
+        help_heading = "Process"
+    )]
     pub stop_signal: Option<String>,
 
     /// Grace period after the stop signal before KILL [default: 5s]
-    #[arg(short = 'k', long, value_name = "DUR", help_heading = "Process")]
+    #[arg(
+        short = 'k',
+        long,
+        value_name = "DUR",
+        allow_hyphen_values = true,
+        help_heading = "Process"
+    )]
     pub kill_after: Option<String>,
 
     /// Run COMMAND in retry's own process group (for programs that read the terminal)
@@ -266,6 +300,12 @@ pub struct Cli {
     /// The command to run, and its arguments
     #[arg(value_name = "COMMAND", trailing_var_arg = true)]
     pub command: Vec<OsString>,
+
+    /// Settings whose value came from the environment, as (argument id,
+    /// variable name), so that messages name the variable. Filled by the
+    /// caller from clap's value sources.
+    #[arg(skip)]
+    pub from_env: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -286,9 +326,9 @@ pub enum JitterArg {
     Full,
     /// half the ceiling plus uniform up to the other half
     Equal,
-    /// uniform between base and 3 * the previous delay, capped
+    /// uniform between base and min(cap, 3 * the previous delay); growth flags do not apply
     Decorrelated,
-    /// the ceiling plus uniform up to --jitter-max, capped
+    /// the ceiling, kept --jitter-max below the cap, plus uniform up to --jitter-max
     Additive,
 }
 

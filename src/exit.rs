@@ -45,7 +45,8 @@ pub fn code(status: &Status, verdict: Verdict) -> u8 {
         Status::Exited(code) => (code & 0xff) as u8,
         Status::Signaled(sig) | Status::Interrupted(sig) => from_signal(sig),
         Status::TimedOut { .. } => TIMED_OUT,
-        Status::NotFound => NOT_FOUND,
+        Status::NotFound(_) => NOT_FOUND,
+        Status::CannotStart(_) => INTERNAL,
         Status::NotExecutable(_) => NOT_EXECUTABLE,
         Status::Http { .. } => HTTP_NOT_ACCEPTED,
         Status::Net { failure, .. } => match failure {
@@ -80,7 +81,7 @@ mod tests {
             after: Duration::from_secs(1),
         };
         assert_eq!(code(&timeout, fail), 124);
-        assert_eq!(code(&Status::NotFound, Verdict::Permanent), 127);
+        assert_eq!(code(&Status::NotFound("x".into()), Verdict::Permanent), 127);
         assert_eq!(
             code(&Status::NotExecutable("x".into()), Verdict::Permanent),
             126

@@ -15,9 +15,11 @@ pub mod log;
 pub mod policy;
 mod probe;
 pub mod redact;
+pub mod rng;
 pub mod run;
 pub mod schedule;
 pub mod signals;
+pub mod signame;
 pub mod sim;
 pub mod wait;
 
@@ -25,17 +27,38 @@ use std::io::Write;
 use std::time::Instant;
 
 use clap::{CommandFactory, FromArgMatches};
-use rand::SeedableRng;
 use rand::TryRng;
-use rand::rngs::{StdRng, SysRng};
+use rand::rngs::SysRng;
 
-use attempt::process::{ProcessAttempt, StdinSource};
+use attempt::process::ProcessAttempt;
+use attempt::stdin::StdinSource;
 use log::{Event, Logger};
 use policy::{Config, Mode, Nesting};
 
 /// Run `retry` with the process's arguments; returns the exit status.
 pub fn main_entry() -> u8 {
+    // A panic is a bug or a system at its limits (tokio cannot start without
+    // a few spare file descriptors): one line, and retry's own status.
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("unknown failure");
+        eprintln!("retry: internal error: {what}");
+    }));
+    match std::panic::catch_unwind(run_main) {
+        Ok(code) => code,
+        Err(_) => exit::INTERNAL,
+    }
+}
+
+fn run_main() -> u8 {
     let started = Instant::now();
+    // Before anything changes a disposition: what the parent left ignored
+    // stays ignored.
+    signals::prepare();
     let cli = match parse_args() {
         Ok(cli) => cli,
         Err(e) => return clap_error(&e),
@@ -48,7 +71,7 @@ pub fn main_entry() -> u8 {
         }
     };
     let seed = config.policy.seed.unwrap_or_else(os_seed);
-    let mut rng = StdRng::seed_from_u64(seed);
+    let mut rng = rng::seeded(seed);
 
     let command = match &config.mode {
         Mode::DryRun { command } => {
@@ -61,7 +84,7 @@ pub fn main_entry() -> u8 {
             };
         }
         Mode::Simulate { sim } => {
-            return sim::cmd::main(&config, sim, seed, || StdRng::seed_from_u64(seed));
+            return sim::cmd::main(&config, sim, seed, || rng::seeded(seed));
         }
         Mode::Run { command } => command.clone(),
         Mode::Http { request } => return probe::main(&config, request, started, seed, &mut rng),
@@ -105,7 +128,7 @@ fn drive<A, F>(
     log: &mut Logger,
     shown: &[std::ffi::OsString],
     seed: u64,
-    rng: &mut StdRng,
+    rng: &mut rng::JitterRng,
     make: F,
 ) -> Result<(run::Finish, A), u8>
 where
@@ -163,29 +186,110 @@ fn open_log(config: &Config, started: Instant) -> Result<Logger, u8> {
     })
 }
 
-/// Parse the command line, with an empty configuration variable (say
-/// `RETRY_MAX=`) counting as unset, as shell scripts that pass through
-/// optional settings expect, rather than as an invalid value.
-fn parse_args() -> Result<cli::Cli, clap::Error> {
-    let mut command = cli::Cli::command().mut_args(|arg| {
+/// The clap command, with an empty configuration variable (say `RETRY_MAX=`)
+/// counting as unset, as shell scripts that pass through optional settings
+/// expect, rather than as an invalid value.
+fn command_without_empty_env() -> clap::Command {
+    cli::Cli::command().mut_args(|arg| {
         let empty = arg
             .get_env()
             .and_then(std::env::var_os)
             .is_some_and(|v| v.is_empty());
         if empty { arg.env(None) } else { arg }
-    });
-    let matches = command.try_get_matches_from_mut(std::env::args_os())?;
+    })
+}
+
+/// Parse the command line and the environment. The result records which
+/// settings came from environment variables, so messages can name them.
+fn parse_args() -> Result<cli::Cli, clap::Error> {
+    use clap::parser::ValueSource;
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let mut command = command_without_empty_env();
+    let matches = match command.try_get_matches_from_mut(&args) {
+        Ok(m) => m,
+        Err(e) => return Err(blame_env(e, &args)),
+    };
     // Only a --max on the command line contradicts --forever; RETRY_MAX from
     // the environment yields to it (policy ignores the limit with --forever).
-    if matches.get_flag("forever")
-        && matches.value_source("max") == Some(clap::parser::ValueSource::CommandLine)
+    if matches.get_flag("forever") && matches.value_source("max") == Some(ValueSource::CommandLine)
     {
         return Err(command.error(
             clap::error::ErrorKind::ArgumentConflict,
             "the argument '--forever' cannot be used with '--max <N>'",
         ));
     }
-    cli::Cli::from_arg_matches(&matches)
+    let mut cli = cli::Cli::from_arg_matches(&matches)?;
+    cli.from_env = command
+        .get_arguments()
+        .filter_map(|arg| {
+            let var = arg.get_env()?;
+            let id = arg.get_id().as_str();
+            (matches.value_source(id) == Some(ValueSource::EnvVariable))
+                .then(|| (id.to_string(), var.to_string_lossy().into_owned()))
+        })
+        .collect();
+    Ok(cli)
+}
+
+/// The argument a clap error is about, from its `--long <VALUE>` rendering.
+fn error_arg(command: &clap::Command, e: &clap::Error) -> Option<clap::Arg> {
+    use clap::error::{ContextKind, ContextValue};
+    let Some(ContextValue::String(shown)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let flag = shown.split([' ', '=']).next()?;
+    command
+        .get_arguments()
+        .find(|a| {
+            a.get_long().is_some_and(|l| flag == format!("--{l}"))
+                || a.get_short().is_some_and(|c| flag == format!("-{c}"))
+        })
+        .cloned()
+}
+
+/// An invalid value that clap rejected (say `RETRY_JITTER=bogus`) may come
+/// from the environment: then the message names the variable, since the
+/// command line shows nothing wrong. Found by parsing again without it.
+fn blame_env(e: clap::Error, args: &[std::ffi::OsString]) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if !matches!(
+        e.kind(),
+        ErrorKind::InvalidValue | ErrorKind::ValueValidation
+    ) {
+        return e;
+    }
+    let mut command = command_without_empty_env();
+    let Some(arg) = error_arg(&command, &e) else {
+        return e;
+    };
+    let Some(var) = arg.get_env().map(|v| v.to_string_lossy().into_owned()) else {
+        return e;
+    };
+    let id = arg.get_id().clone();
+    let without = command_without_empty_env().mut_arg(&id, |a| a.env(None));
+    let still_bad = match without.try_get_matches_from(args) {
+        Ok(_) => false,
+        Err(again) => error_arg(&command, &again).is_some_and(|a| *a.get_id() == id),
+    };
+    if still_bad {
+        return e;
+    }
+    let value = std::env::var_os(&var)
+        .map(|v| v.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let accepted = match e.get(ContextKind::ValidValue) {
+        Some(ContextValue::Strings(values)) if !values.is_empty() => {
+            format!("accepted: {}", values.join(", "))
+        }
+        _ => "see --help".to_string(),
+    };
+    command.error(
+        ErrorKind::InvalidValue,
+        format!(
+            "invalid value '{value}' for {var} (--{}); {accepted}",
+            arg.get_long().unwrap_or(id.as_str())
+        ),
+    )
 }
 
 /// Help and version go to stdout with status 0; anything else is one line
@@ -205,10 +309,13 @@ fn clap_error(e: &clap::Error) -> u8 {
             let rendered = e.render().to_string();
             let first = rendered.lines().next().unwrap_or("invalid arguments");
             let first = first.strip_prefix("error: ").unwrap_or(first);
-            let hint = if first.contains("possible values") || first.contains("[possible") {
+            let hint = if first.contains("possible values")
+                || first.contains("[possible")
+                || first.contains("accepted:")
+            {
                 String::new()
             } else {
-                possible_values_hint(e)
+                accepted_hint(e)
             };
             Logger::stderr().error(&format!("{first}{hint} (see 'retry --help')"));
             exit::USAGE
@@ -216,12 +323,19 @@ fn clap_error(e: &clap::Error) -> u8 {
     }
 }
 
-/// clap lists the accepted values on a later line; keep them on the one line.
-fn possible_values_hint(e: &clap::Error) -> String {
+/// clap lists the accepted values on a later line; keep them on the one
+/// line. A missing value gets the accepted form of its flag.
+fn accepted_hint(e: &clap::Error) -> String {
     use clap::error::{ContextKind, ContextValue};
     match e.get(ContextKind::ValidValue) {
-        Some(ContextValue::Strings(values)) => format!("; accepted: {}", values.join(", ")),
-        _ => String::new(),
+        Some(ContextValue::Strings(values)) if !values.is_empty() => {
+            format!("; accepted: {}", values.join(", "))
+        }
+        _ if e.kind() != clap::error::ErrorKind::InvalidValue => String::new(),
+        _ => error_arg(&cli::Cli::command(), e)
+            .and_then(|arg| policy::accepted_form(arg.get_id().as_str()))
+            .map(|form| format!("; expected {form}"))
+            .unwrap_or_default(),
     }
 }
 
@@ -254,12 +368,14 @@ fn warn_nested(log: &mut Logger, config: &Config) {
 }
 
 /// A seed from the OS, never from the clock: processes started in the same
-/// instant must not share a schedule.
+/// instant must not share a schedule. Kept below 2^53 so that the seed in a
+/// JSON log reads back exactly anywhere; 53 bits are plenty to keep a fleet's
+/// schedules apart.
 fn os_seed() -> u64 {
-    SysRng.try_next_u64().unwrap_or_else(|_| {
+    rng::mask_seed(SysRng.try_next_u64().unwrap_or_else(|_| {
         // No OS entropy at all: fall back to per-process addresses, which ASLR
         // still varies between processes.
         let local = 0u8;
         (&local as *const u8 as u64) ^ u64::from(std::process::id()).rotate_left(32)
-    })
+    }))
 }

@@ -9,14 +9,14 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
-
 use crate::backoff::{DelayPolicy, Growth, Jitter};
 use crate::classify::{CodeSet, Rules};
 use crate::cli::{BackoffArg, Cli, JitterArg, LogFormatArg, NestedArg, WhenArg};
 
+mod duration;
 mod http;
 mod sim;
+use duration::{Dur, DurError};
 pub use http::{Data, HttpOptions, IdempotencyKey, parse_statuses};
 pub use sim::SimOptions;
 
@@ -38,7 +38,13 @@ fn invalid(flag: &str, value: &str, expected: &str) -> UsageError {
     ))
 }
 
-const DUR_FORM: &str = "a duration such as 250ms, 1.5s, 2m or 1h 30m";
+const DUR_FORM: &str = "a duration such as 250ms, 1.5s, 2m, 1h 30m or 0.5 (seconds)";
+const DUR_OR_NONE_FORM: &str =
+    "a duration such as 250ms, 1.5s, 2m, 1h 30m or 0.5 (seconds); 0 or inf for no limit";
+const MAX_FORM: &str = "a whole number of attempts from 1 to 4294967295";
+const SEED_FORM: &str = "a whole number from 0 to 9007199254740991 (2^53 - 1)";
+const SIGNAL_FORM: &str =
+    "a signal name or number, such as TERM, SIGINT, RTMIN+2 or 9 (see 'kill -l')";
 const LIST_FORM: &str = "exit codes and ranges from 0 to 255, such as 1,75,100-110";
 
 /// What the invocation asks for.
@@ -90,7 +96,8 @@ impl Default for Policy {
 /// How attempts are run as processes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProcessOptions {
-    pub stop_signal: Signal,
+    /// A raw signal number: real-time signals have no `nix::Signal`.
+    pub stop_signal: i32,
     pub kill_after: Duration,
     pub foreground: bool,
     pub replay_stdin: bool,
@@ -159,15 +166,26 @@ pub struct Config {
 impl Config {
     pub fn from_cli(cli: Cli, nesting: Nesting) -> Result<Config, UsageError> {
         let defaults = Policy::default();
-        let base = opt_duration("--base", cli.base.as_deref())?.unwrap_or(defaults.delay.base);
-        let cap = opt_duration("--cap", cli.cap.as_deref())?.unwrap_or(defaults.delay.cap);
-        if cap < base {
-            return Err(UsageError(format!(
-                "--cap ({}) is below --base ({}): the cap must be at least the base",
-                cli.cap.as_deref().unwrap_or("30s"),
-                cli.base.as_deref().unwrap_or("1s")
-            )));
-        }
+        let names = Names(&cli.from_env);
+        let base = duration(&names, "base", "--base", cli.base.as_deref(), Inf::No)?
+            .unwrap_or(defaults.delay.base);
+        let cap = match duration(&names, "cap", "--cap", cli.cap.as_deref(), Inf::No)? {
+            Some(cap) if cap < base => {
+                return Err(UsageError(format!(
+                    "{} ({}) is below {} ({}): the cap must be at least the base",
+                    names.of("cap", "--cap"),
+                    cli.cap.as_deref().unwrap_or_default().trim(),
+                    names.of("base", "--base"),
+                    cli.base.as_deref().map_or("1s, the default", str::trim),
+                )));
+            }
+            Some(cap) => cap,
+            // A base above the default cap asks for longer waits than the
+            // default allows: the cap follows it rather than refusing it.
+            None => defaults.delay.cap.max(base),
+        };
+        let backoff = cli.backoff.unwrap_or(BackoffArg::Exponential);
+        let jitter_kind = cli.jitter.unwrap_or(JitterArg::Full);
         let multiplier = match cli.multiplier.as_deref() {
             None => 2.0,
             Some(s) => match s.trim().parse::<f64>() {
@@ -181,13 +199,41 @@ impl Config {
                 }
             },
         };
-        let growth = match cli.backoff.unwrap_or(BackoffArg::Exponential) {
+        let backoff_name = names.of("backoff", "--backoff");
+        let jitter_name = names.of("jitter", "--jitter");
+        if jitter_kind == JitterArg::Decorrelated {
+            // Decorrelated jitter grows from the previous delay, not from a
+            // ceiling: a growth setting would silently do nothing.
+            for (given, flag) in [
+                (cli.multiplier.is_some(), "--multiplier".to_string()),
+                (cli.backoff.is_some(), backoff_name.clone()),
+            ] {
+                if given {
+                    return Err(UsageError(format!(
+                        "{flag} has no effect with {jitter_name} decorrelated, which grows each delay from the previous one (up to 3x)"
+                    )));
+                }
+            }
+        }
+        if cli.multiplier.is_some() && backoff != BackoffArg::Exponential {
+            return Err(UsageError(format!(
+                "--multiplier has no effect with {backoff_name} {}: it sets the growth of --backoff exponential",
+                backoff_arg_name(backoff)
+            )));
+        }
+        let growth = match backoff {
             BackoffArg::Exponential => Growth::Exponential { multiplier },
             BackoffArg::Linear => Growth::Linear,
             BackoffArg::Fixed => Growth::Fixed,
         };
-        let jitter_max = opt_duration("--jitter-max", cli.jitter_max.as_deref())?;
-        let jitter = match cli.jitter.unwrap_or(JitterArg::Full) {
+        let jitter_max = duration(
+            &names,
+            "jitter_max",
+            "--jitter-max",
+            cli.jitter_max.as_deref(),
+            Inf::No,
+        )?;
+        let jitter = match jitter_kind {
             JitterArg::None => Jitter::None,
             JitterArg::Full => Jitter::Full,
             JitterArg::Equal => Jitter::Equal,
@@ -198,27 +244,65 @@ impl Config {
         };
         // --compare runs additive jitter too, so --jitter-max has an effect there.
         if jitter_max.is_some() && !matches!(jitter, Jitter::Additive { .. }) && !cli.sim.compare {
-            return Err(UsageError(
-                "--jitter-max applies only to --jitter additive".to_string(),
-            ));
+            return Err(UsageError(format!(
+                "--jitter-max has no effect with {jitter_name} {}: it sets the random part of --jitter additive",
+                jitter.name()
+            )));
         }
 
+        // 0 and inf mean "no limit" here, as in timeout(1).
+        let max_time = duration(
+            &names,
+            "max_time",
+            "--max-time",
+            cli.max_time.as_deref(),
+            Inf::NoLimit,
+        )?
+        .filter(|d| !d.is_zero());
+        let timeout = duration(
+            &names,
+            "timeout",
+            "--timeout",
+            cli.timeout.as_deref(),
+            Inf::NoLimit,
+        )?
+        .filter(|d| !d.is_zero());
+        // A command's attempt stopped at --max-time is never retried anyway;
+        // over HTTP, the connection timeout is always there to make permanent.
+        if cli.no_retry_on_timeout && timeout.is_none() && cli.http.url.is_none() {
+            return Err(UsageError(
+                "--no-retry-on-timeout has no effect without --timeout: only an attempt stopped by --timeout is ever retried"
+                    .to_string(),
+            ));
+        }
+        let reset_after = duration(
+            &names,
+            "reset_after",
+            "--reset-after",
+            cli.reset_after.as_deref(),
+            Inf::No,
+        )?;
+        let stateless = !matches!(jitter, Jitter::Decorrelated);
+        if reset_after.is_some() && growth == Growth::Fixed && stateless {
+            return Err(UsageError(format!(
+                "--reset-after has no effect with {backoff_name} fixed and {jitter_name} {}: every delay is already the first one",
+                jitter.name()
+            )));
+        }
+
+        let max_name = names.of("max", "--max");
         let mut max_attempts = if cli.forever {
             None
         } else {
-            Some(match cli.max.as_deref() {
-                None => defaults.max_attempts.unwrap_or(5),
-                Some(s) => match s.trim().parse::<u32>() {
+            match cli.max.as_deref() {
+                // "Keep trying for two minutes": the deadline alone ends the run.
+                None if max_time.is_some() => None,
+                None => defaults.max_attempts,
+                Some(s) => Some(match s.trim().parse::<u32>() {
                     Ok(n) if n >= 1 => n,
-                    _ => {
-                        return Err(invalid(
-                            "--max",
-                            s,
-                            "a whole number of attempts, at least 1",
-                        ));
-                    }
-                },
-            })
+                    _ => return Err(invalid(&max_name, s, MAX_FORM)),
+                }),
+            }
         };
 
         let retry_on = opt_codes("--retry-on", cli.retry_on.as_deref())?;
@@ -259,19 +343,16 @@ impl Config {
 
         let seed = match cli.seed.as_deref() {
             None => None,
-            Some(s) => Some(s.trim().parse::<u64>().map_err(|_| {
-                invalid("--seed", s, "a whole number from 0 to 18446744073709551615")
-            })?),
+            Some(s) => match s.trim().parse::<u64>() {
+                Ok(n) if n <= crate::rng::MAX_SEED => Some(n),
+                _ => return Err(invalid("--seed", s, SEED_FORM)),
+            },
         };
         let stop_signal = match cli.stop_signal.as_deref() {
-            None => Signal::SIGTERM,
-            Some(s) => parse_signal(s).ok_or_else(|| {
-                invalid(
-                    "--stop-signal",
-                    s,
-                    "a signal name or number, such as TERM, SIGINT or 9",
-                )
-            })?,
+            None => nix::libc::SIGTERM,
+            Some(s) => {
+                crate::signame::parse(s).ok_or_else(|| invalid("--stop-signal", s, SIGNAL_FORM))?
+            }
         };
 
         let nested_single = cli.nested == Some(NestedArg::Single);
@@ -375,9 +456,9 @@ impl Config {
                     base,
                     cap,
                 },
-                max_time: opt_duration("--max-time", cli.max_time.as_deref())?,
-                timeout: opt_positive_duration("--timeout", cli.timeout.as_deref())?,
-                reset_after: opt_duration("--reset-after", cli.reset_after.as_deref())?,
+                max_time,
+                timeout,
+                reset_after,
                 seed,
                 rules: Rules {
                     retry_on,
@@ -389,8 +470,14 @@ impl Config {
             },
             process: ProcessOptions {
                 stop_signal,
-                kill_after: opt_duration("--kill-after", cli.kill_after.as_deref())?
-                    .unwrap_or(Duration::from_secs(5)),
+                kill_after: duration(
+                    &names,
+                    "kill_after",
+                    "--kill-after",
+                    cli.kill_after.as_deref(),
+                    Inf::No,
+                )?
+                .unwrap_or(Duration::from_secs(5)),
                 foreground: cli.foreground,
                 replay_stdin: cli.replay_stdin,
             },
@@ -414,20 +501,65 @@ impl Config {
     }
 }
 
-/// Parse a duration: humantime's forms (`250ms`, `1.5s`, `1h 30m`), or a bare
-/// number of seconds (`30`, `0.25`), as sleep(1) and timeout(1) accept.
+/// Parse a finite duration in any accepted form (see [`duration`]).
 pub fn parse_duration(s: &str) -> Option<Duration> {
-    let t = s.trim();
-    if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-        return humantime::parse_duration(&format!("{t}s")).ok();
+    match duration::parse(s) {
+        Ok(Dur::Finite(d)) => Some(d),
+        _ => None,
     }
-    humantime::parse_duration(t).ok()
+}
+
+/// Whether `inf` is accepted, and what it means.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Inf {
+    /// Rejected: there is no "no limit" for this setting.
+    No,
+    /// Accepted as no limit: returned as zero, which the caller reads as none.
+    NoLimit,
+}
+
+/// A duration flag's value, with errors naming the flag or its variable.
+fn duration(
+    names: &Names,
+    id: &str,
+    flag: &str,
+    value: Option<&str>,
+    inf: Inf,
+) -> Result<Option<Duration>, UsageError> {
+    let Some(s) = value else { return Ok(None) };
+    let name = names.of(id, flag);
+    let form = match inf {
+        Inf::No => DUR_FORM,
+        Inf::NoLimit => DUR_OR_NONE_FORM,
+    };
+    match duration::parse(s) {
+        Ok(Dur::Finite(d)) => Ok(Some(d)),
+        Ok(Dur::Infinite) if inf == Inf::NoLimit => Ok(Some(Duration::ZERO)),
+        Ok(Dur::Infinite) => Err(invalid(
+            &name,
+            s,
+            "a finite duration (inf is accepted only by --timeout and --max-time)",
+        )),
+        Err(DurError::Negative) => Err(UsageError(format!(
+            "invalid value '{}' for {name}: a duration cannot be negative; expected {form}",
+            s.trim()
+        ))),
+        Err(DurError::TooLarge) => Err(UsageError(format!(
+            "invalid value '{}' for {name}: too large (at most about 584 billion years); expected {form}",
+            s.trim()
+        ))),
+        // A flag given no value took the next word (durations accept a
+        // leading hyphen so that negative ones are named, not misparsed).
+        Err(DurError::Invalid) if s.trim_start().starts_with('-') => Err(UsageError(format!(
+            "{name} needs a value, not '{}': expected {form}",
+            s.trim()
+        ))),
+        Err(DurError::Invalid) => Err(invalid(&name, s, form)),
+    }
 }
 
 fn opt_duration(flag: &str, value: Option<&str>) -> Result<Option<Duration>, UsageError> {
-    value
-        .map(|s| parse_duration(s).ok_or_else(|| invalid(flag, s, DUR_FORM)))
-        .transpose()
+    duration(&Names(&[]), "", flag, value, Inf::No)
 }
 
 fn opt_positive_duration(flag: &str, value: Option<&str>) -> Result<Option<Duration>, UsageError> {
@@ -439,6 +571,42 @@ fn opt_positive_duration(flag: &str, value: Option<&str>) -> Result<Option<Durat
         )),
         other => Ok(other),
     }
+}
+
+/// How to name a setting in a message: by its environment variable when
+/// that is where the value came from, else by its flag.
+struct Names<'a>(&'a [(String, String)]);
+
+impl Names<'_> {
+    fn of(&self, id: &str, flag: &str) -> String {
+        self.0
+            .iter()
+            .find(|(arg, _)| arg == id)
+            .map_or_else(|| flag.to_string(), |(_, var)| format!("{var} ({flag})"))
+    }
+}
+
+fn backoff_arg_name(b: BackoffArg) -> &'static str {
+    match b {
+        BackoffArg::Exponential => "exponential",
+        BackoffArg::Linear => "linear",
+        BackoffArg::Fixed => "fixed",
+    }
+}
+
+/// The accepted form of a flag's value, by clap argument id, for messages
+/// about a value that is missing altogether.
+pub fn accepted_form(id: &str) -> Option<&'static str> {
+    Some(match id {
+        "base" | "cap" | "jitter_max" | "reset_after" | "kill_after" => DUR_FORM,
+        "max_time" | "timeout" => DUR_OR_NONE_FORM,
+        "max" => MAX_FORM,
+        "multiplier" => "a number of at least 1, such as 2 or 1.5",
+        "seed" => SEED_FORM,
+        "stop_signal" => SIGNAL_FORM,
+        "retry_on" | "stop_on" | "success_on" => LIST_FORM,
+        _ => return None,
+    })
 }
 
 /// Parse `1,75,100-110` into a code set; every code within 0..=255.
@@ -481,21 +649,6 @@ fn opt_codes(flag: &str, value: Option<&str>) -> Result<Option<CodeSet>, UsageEr
         .transpose()
 }
 
-/// `TERM`, `SIGTERM`, `term` or `15`.
-pub fn parse_signal(s: &str) -> Option<Signal> {
-    let t = s.trim();
-    if let Ok(n) = t.parse::<i32>() {
-        return Signal::try_from(n).ok();
-    }
-    let upper = t.to_ascii_uppercase();
-    let name = if upper.starts_with("SIG") {
-        upper
-    } else {
-        format!("SIG{upper}")
-    };
-    name.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -522,7 +675,7 @@ mod tests {
             Growth::Exponential { multiplier: 2.0 }
         );
         assert_eq!(c.policy.delay.jitter, Jitter::Full);
-        assert_eq!(c.process.stop_signal, Signal::SIGTERM);
+        assert_eq!(c.process.stop_signal, nix::libc::SIGTERM);
         assert_eq!(c.process.kill_after, Duration::from_secs(5));
         assert!(c.policy.rules.retry_on_timeout);
     }
@@ -552,15 +705,6 @@ mod tests {
     }
 
     #[test]
-    fn signals() {
-        assert_eq!(parse_signal("TERM"), Some(Signal::SIGTERM));
-        assert_eq!(parse_signal("sigint"), Some(Signal::SIGINT));
-        assert_eq!(parse_signal("9"), Some(Signal::SIGKILL));
-        assert_eq!(parse_signal("NOPE"), None);
-        assert_eq!(parse_signal("0"), None);
-    }
-
-    #[test]
     fn usage_errors_name_the_flag() {
         assert!(err(&["--max", "0", "--", "true"]).contains("--max"));
         assert!(err(&["--base", "abc", "--", "true"]).contains("--base"));
@@ -573,9 +717,188 @@ mod tests {
                 && overlap.contains("--stop-on")
                 && overlap.contains('3')
         );
-        assert!(err(&["--timeout", "0s", "--", "true"]).contains("--timeout"));
         assert!(err(&[]).contains("missing COMMAND"));
         assert!(err(&["--jitter-max", "1s", "--", "true"]).contains("--jitter-max"));
+    }
+
+    #[test]
+    fn max_time_alone_lifts_the_attempt_limit() {
+        let c = config(&["--max-time", "2m", "--", "true"]).expect("valid");
+        assert_eq!(c.policy.max_attempts, None);
+        assert_eq!(c.policy.max_time, Some(Duration::from_secs(120)));
+        let c = config(&["--max-time", "2m", "--max", "3", "--", "true"]).expect("valid");
+        assert_eq!(c.policy.max_attempts, Some(3));
+        // No deadline after all: the default limit stays.
+        let c = config(&["--max-time", "0", "--", "true"]).expect("valid");
+        assert_eq!(c.policy.max_attempts, Some(5));
+        assert_eq!(c.policy.max_time, None);
+    }
+
+    #[test]
+    fn a_long_base_raises_the_default_cap_only() {
+        let c = config(&["--base", "1m", "--", "true"]).expect("valid");
+        assert_eq!(c.policy.delay.cap, Duration::from_secs(60));
+        let c = config(&["--base", "10s", "--", "true"]).expect("valid");
+        assert_eq!(c.policy.delay.cap, Duration::from_secs(30));
+        let e = err(&["--base", "1m", "--cap", "40s", "--", "true"]);
+        assert!(e.contains("--cap (40s) is below --base (1m)"), "{e}");
+        let e = err(&["--cap", "500ms", "--", "true"]);
+        assert!(
+            e.contains("--cap (500ms) is below --base (1s, the default)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn zero_and_inf_mean_no_limit_for_timeouts_only() {
+        for v in ["0", "0s", "inf", "infinity"] {
+            let c = config(&["--timeout", v, "--max-time", v, "--", "true"]).expect(v);
+            assert_eq!((c.policy.timeout, c.policy.max_time), (None, None), "{v}");
+        }
+        for flag in [
+            "--base",
+            "--cap",
+            "--jitter-max",
+            "--reset-after",
+            "--kill-after",
+        ] {
+            let e = err(&[flag, "inf", "--jitter", "additive", "--", "true"]);
+            assert!(
+                e.starts_with(&format!("invalid value 'inf' for {flag}")),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn negative_durations_name_their_flag() {
+        let e = err(&["--base", "-1s", "--", "true"]);
+        assert!(
+            e.contains("'-1s' for --base") && e.contains("negative"),
+            "{e}"
+        );
+        let e = err(&["--timeout", "--", "true"]);
+        assert!(e.starts_with("--timeout needs a value, not '--'"), "{e}");
+    }
+
+    #[test]
+    fn values_from_the_environment_are_named_by_their_variable() {
+        let mut cli = Cli::parse_from(["retry", "--max", "abc", "--", "true"]);
+        cli.from_env = vec![("max".into(), "RETRY_MAX".into())];
+        let e = Config::from_cli(cli, Nesting::default())
+            .expect_err("invalid")
+            .0;
+        assert!(e.contains("for RETRY_MAX (--max):"), "{e}");
+        let mut cli = Cli::parse_from([
+            "retry",
+            "--backoff",
+            "fixed",
+            "-j",
+            "decorrelated",
+            "--",
+            "true",
+        ]);
+        cli.from_env = vec![("backoff".into(), "RETRY_BACKOFF".into())];
+        let e = Config::from_cli(cli, Nesting::default())
+            .expect_err("invalid")
+            .0;
+        assert!(
+            e.starts_with("RETRY_BACKOFF (--backoff) has no effect with --jitter decorrelated"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn flags_that_would_do_nothing_are_refused() {
+        for (args, first, second) in [
+            (
+                &["--backoff", "linear", "-m", "3"][..],
+                "--multiplier",
+                "--backoff linear",
+            ),
+            (
+                &["--backoff", "fixed", "-m", "3"][..],
+                "--multiplier",
+                "--backoff fixed",
+            ),
+            (&["--jitter-max", "2s"][..], "--jitter-max", "--jitter full"),
+            (
+                &["-j", "equal", "--jitter-max", "2s"][..],
+                "--jitter-max",
+                "--jitter equal",
+            ),
+            (
+                &["-j", "decorrelated", "-m", "3"][..],
+                "--multiplier",
+                "--jitter decorrelated",
+            ),
+            (
+                &["-j", "decorrelated", "--backoff", "exponential"][..],
+                "--backoff",
+                "--jitter decorrelated",
+            ),
+            (
+                &["--no-retry-on-timeout"][..],
+                "--no-retry-on-timeout",
+                "--timeout",
+            ),
+            (
+                &["--no-retry-on-timeout", "--timeout", "0"][..],
+                "--no-retry-on-timeout",
+                "--timeout",
+            ),
+            (
+                &["--no-retry-on-timeout", "--max-time", "1m"][..],
+                "--no-retry-on-timeout",
+                "--timeout",
+            ),
+            (
+                &["--backoff", "fixed", "--reset-after", "1m"][..],
+                "--reset-after",
+                "--backoff fixed",
+            ),
+        ] {
+            let mut all = args.to_vec();
+            all.extend(["--", "true"]);
+            let e = err(&all);
+            assert!(e.starts_with(first) && e.contains(second), "{args:?}: {e}");
+        }
+        // The same flags where they do act.
+        for args in [
+            &["-m", "3"][..],
+            &["-j", "additive", "--jitter-max", "2s"][..],
+            &["--no-retry-on-timeout", "--timeout", "1m"][..],
+            &["-j", "decorrelated", "--reset-after", "1m"][..],
+            &["--backoff", "linear", "--reset-after", "1m"][..],
+        ] {
+            let mut all = args.to_vec();
+            all.extend(["--", "true"]);
+            config(&all).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        }
+        // Over HTTP the connection timeout can always expire.
+        config(&["--no-retry-on-timeout", "--http", "http://127.0.0.1:9/"]).expect("valid");
+    }
+
+    #[test]
+    fn seeds_stay_exact_as_json_numbers() {
+        let c = config(&["--seed", "9007199254740991", "--", "true"]).expect("valid");
+        assert_eq!(c.policy.seed, Some(crate::rng::MAX_SEED));
+        let e = err(&["--seed", "9007199254740992", "--", "true"]);
+        assert!(e.contains("from 0 to 9007199254740991"), "{e}");
+        assert!(err(&["--seed", "-1", "--", "true"]).contains("--seed"));
+    }
+
+    #[test]
+    fn out_of_range_counts_say_the_range() {
+        let e = err(&["--max", "99999999999", "--", "true"]);
+        assert!(e.contains("from 1 to 4294967295"), "{e}");
+    }
+
+    #[test]
+    fn stop_signals_by_any_name() {
+        let c = config(&["--stop-signal", "sigusr1", "--", "true"]).expect("valid");
+        assert_eq!(c.process.stop_signal, nix::libc::SIGUSR1);
+        assert!(err(&["--stop-signal", "NOPE", "--", "true"]).contains("--stop-signal"));
     }
 
     #[test]

@@ -8,8 +8,6 @@
 use std::io::Write;
 use std::time::Instant;
 
-use rand::rngs::StdRng;
-
 use crate::attempt::http::HttpAttempt;
 use crate::exit;
 use crate::policy::{Config, Data, HttpOptions};
@@ -19,7 +17,7 @@ pub fn main(
     request: &HttpOptions,
     started: Instant,
     seed: u64,
-    rng: &mut StdRng,
+    rng: &mut crate::rng::JitterRng,
 ) -> u8 {
     let mut log = match crate::open_log(config, started) {
         Ok(l) => l,

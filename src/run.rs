@@ -114,7 +114,13 @@ where
             deadline: earliest(limit, deadline.map(|at| (at, Limit::Deadline))),
         };
         let status = attempt.run(&ctx, signals).await;
-        let ran = clock.now().saturating_duration_since(began);
+        let details = attempt.details();
+        let ran = details
+            .duration
+            .unwrap_or_else(|| clock.now().saturating_duration_since(began));
+        for note in &details.notes {
+            log.emit(&Event::Note { message: note });
+        }
         let verdict = classify(&status, &policy.rules);
         previous_exit = Some(exit::code(&status, Verdict::Retryable));
 
@@ -470,7 +476,11 @@ mod tests {
 
     #[test]
     fn permanent_failure_stops_at_once() {
-        let (f, sleeps, _) = go(&policy(Some(5)), vec![Status::NotFound], Duration::ZERO);
+        let (f, sleeps, _) = go(
+            &policy(Some(5)),
+            vec![Status::NotFound("x".into())],
+            Duration::ZERO,
+        );
         assert_eq!((f.exit_code, f.end, f.attempts), (127, End::Permanent, 1));
         assert!(sleeps.is_empty());
     }

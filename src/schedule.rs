@@ -114,10 +114,25 @@ pub fn render(
 ) -> String {
     let d = &policy.delay;
     let mut s = String::new();
-    let growth = match d.growth {
-        Growth::Exponential { multiplier } => format!("exponential x{multiplier}"),
-        Growth::Linear => "linear".to_string(),
-        Growth::Fixed => "fixed".to_string(),
+    let shape = match (d.jitter, d.growth) {
+        // Decorrelated jitter grows from the previous delay: no growth kind applies.
+        (Jitter::Decorrelated, _) => format!(
+            "delays from {} to {}, each at most 3x the last (growth settings do not apply)",
+            human(d.base),
+            human(d.cap)
+        ),
+        (_, growth) => {
+            let growth = match growth {
+                Growth::Exponential { multiplier } => format!("exponential x{multiplier}"),
+                Growth::Linear => "linear".to_string(),
+                Growth::Fixed => "fixed".to_string(),
+            };
+            format!(
+                "{growth} backoff from {} to {}",
+                human(d.base),
+                human(d.cap)
+            )
+        }
     };
     let jitter = match d.jitter {
         Jitter::Additive { max } => format!("additive jitter up to {}", human(max)),
@@ -129,12 +144,7 @@ pub fn render(
         Some(m) => format!("up to {m} attempts"),
         None => "attempts without limit".to_string(),
     };
-    let _ = writeln!(
-        s,
-        "{attempts}; {growth} backoff from {} to {}; {jitter}; seed {seed}",
-        human(d.base),
-        human(d.cap)
-    );
+    let _ = writeln!(s, "{attempts}; {shape}; {jitter}; seed {seed}");
     if !command.is_empty() {
         let _ = writeln!(s, "command: {}", shell_line(command));
     }

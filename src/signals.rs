@@ -1,8 +1,16 @@
-//! Signals that reach `retry` itself: caught, queued for the running attempt
-//! to forward, and remembered so that no new attempt or sleep starts after a
-//! terminating one.
+//! Signals that reach `retry` itself: how they were set up when retry
+//! started, the ones it catches (queued for the running attempt to forward),
+//! and the first terminating one, after which no attempt or sleep starts.
+//!
+//! A signal that was ignored when retry started (`nohup`, `trap '' HUP`, a
+//! background job of a non-interactive shell) stays ignored, by retry and by
+//! its children, which inherit the ignored disposition through exec.
 
-use nix::sys::signal::Signal;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use nix::libc;
+use nix::sys::signal::{SigHandler, SigSet, SigmaskHow, Signal, sigprocmask};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 
@@ -17,6 +25,68 @@ pub const CAUGHT: [Signal; 7] = [
     Signal::SIGUSR2,
     Signal::SIGTSTP,
 ];
+
+static SIGPIPE_IGNORED_AT_START: AtomicBool = AtomicBool::new(false);
+
+/// What [`prepare`] found, for [`Signals::install`].
+static START: OnceLock<StartState> = OnceLock::new();
+
+/// Record whether SIGPIPE was ignored when the process started. The Rust
+/// runtime ignores SIGPIPE before `main` runs, so only code that runs
+/// earlier can see what the parent gave us: the binary calls this from its
+/// `.init_array` entry.
+pub extern "C" fn record_sigpipe_at_start() {
+    SIGPIPE_IGNORED_AT_START.store(ignored(libc::SIGPIPE), Ordering::Relaxed);
+}
+
+/// Whether SIGPIPE was ignored when retry started (as recorded above).
+pub fn sigpipe_ignored_at_start() -> bool {
+    SIGPIPE_IGNORED_AT_START.load(Ordering::Relaxed)
+}
+
+/// Whether `sig`'s disposition is "ignore" right now.
+fn ignored(sig: libc::c_int) -> bool {
+    // SAFETY: a null new action only reads the current one into `old`.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
+/// How retry found its signals at start, before it changed any of them.
+#[derive(Debug, Clone, Default)]
+pub struct StartState {
+    /// Those of [`CAUGHT`] that were ignored: retry leaves them ignored.
+    pub ignored: Vec<Signal>,
+}
+
+/// Read the dispositions retry was given, then make waiting for children
+/// reliable: SIGCHLD back to its default (a parent that ignored it would
+/// have the kernel reap our children before we can), and the signals retry
+/// relies on unblocked. Call once, before any handler is installed.
+pub fn prepare() -> StartState {
+    START.get_or_init(prepare_once).clone()
+}
+
+fn prepare_once() -> StartState {
+    let ignored_now = CAUGHT
+        .into_iter()
+        .filter(|s| ignored(*s as libc::c_int))
+        .collect();
+    // SAFETY: restoring the default action installs no handler code.
+    unsafe {
+        let _ = nix::sys::signal::signal(Signal::SIGCHLD, SigHandler::SigDfl);
+    }
+    let mut needed = SigSet::empty();
+    needed.add(Signal::SIGCHLD);
+    for sig in CAUGHT {
+        needed.add(sig);
+    }
+    let _ = sigprocmask(SigmaskHow::SIG_UNBLOCK, Some(&needed), None);
+    StartState {
+        ignored: ignored_now,
+    }
+}
 
 /// Stop this process until a SIGCONT arrives (job control's `fg` or `bg`).
 /// Catching TSTP replaced its default action, so retry stops itself this way.
@@ -41,10 +111,12 @@ pub struct Signals {
 }
 
 impl Signals {
-    /// Install handlers for every signal in [`CAUGHT`]. Needs a tokio runtime.
+    /// Install handlers for every signal in [`CAUGHT`] that was not ignored
+    /// at start (see [`prepare`]). Needs a tokio runtime.
     pub fn install() -> std::io::Result<Signals> {
+        let start = prepare();
         let (tx, rx) = mpsc::unbounded_channel();
-        for sig in CAUGHT {
+        for sig in CAUGHT.into_iter().filter(|s| !start.ignored.contains(s)) {
             let mut stream = signal(SignalKind::from_raw(sig as i32))?;
             let tx = tx.clone();
             tokio::spawn(async move {
@@ -87,12 +159,19 @@ impl Signals {
     pub async fn recv(&mut self) -> Signal {
         match self.rx.recv().await {
             Some(sig) => {
-                if is_terminating(sig) && self.interrupted.is_none() {
-                    self.interrupted = Some(sig);
-                }
+                self.note(sig);
                 sig
             }
             None => std::future::pending().await,
+        }
+    }
+
+    /// Remember `sig` as the interrupt that ends the run, if it is the first
+    /// terminating one. Also for signals that reached the attempt instead of
+    /// retry (Ctrl-C on a terminal the attempt had).
+    pub fn note(&mut self, sig: Signal) {
+        if is_terminating(sig) && self.interrupted.is_none() {
+            self.interrupted = Some(sig);
         }
     }
 
@@ -116,10 +195,24 @@ impl Signals {
     /// The first terminating signal caught so far, without waiting.
     pub fn interrupted(&mut self) -> Option<Signal> {
         while let Ok(sig) = self.rx.try_recv() {
-            if is_terminating(sig) && self.interrupted.is_none() {
-                self.interrupted = Some(sig);
-            }
+            self.note(sig);
         }
         self.interrupted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_an_ignored_disposition() {
+        // SAFETY: test-only changes of a signal nothing else here uses.
+        unsafe {
+            let _ = nix::sys::signal::signal(Signal::SIGWINCH, SigHandler::SigIgn);
+            assert!(ignored(libc::SIGWINCH));
+            let _ = nix::sys::signal::signal(Signal::SIGWINCH, SigHandler::SigDfl);
+            assert!(!ignored(libc::SIGWINCH));
+        }
     }
 }

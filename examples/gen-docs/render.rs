@@ -61,7 +61,6 @@ pub const STORM: (&str, &[&str]) = (
 /// The README's chart, drawn by the same code as `--plot`.
 fn storm() -> Vec<u8> {
     use clap::Parser;
-    use rand::SeedableRng;
     let cli = Cli::parse_from(std::iter::once("retry").chain(STORM.1.iter().copied()));
     let config = retry_tool::policy::Config::from_cli(cli, Default::default())
         .expect("the chart's flags are valid");
@@ -69,9 +68,7 @@ fn storm() -> Vec<u8> {
         panic!("the chart's flags ask for a simulation");
     };
     let seed = config.policy.seed.expect("the chart's flags give a seed");
-    let runs = retry_tool::sim::cmd::runs(&config.policy, sim, || {
-        rand::rngs::StdRng::seed_from_u64(seed)
-    });
+    let runs = retry_tool::sim::cmd::runs(&config.policy, sim, || retry_tool::rng::seeded(seed));
     let title = retry_tool::sim::cmd::heading(&config.policy, sim, seed);
     retry_tool::sim::plot::svg(&title, &runs)
         .expect("drawing to memory cannot fail")
@@ -172,6 +169,32 @@ fn example(r: &mut Roff, what: &str, lines: &[&str]) {
 fn our_sections(cmd: &clap::Command) -> Roff {
     let mut r = Roff::new();
 
+    section(&mut r, "DURATIONS");
+    para(
+        &mut r,
+        "DUR is a number of seconds in any form sleep(1) and timeout(1) accept (30, 0.25, .5, 1e-3, 2.5e1), optionally followed by s, m, h or d, or a duration with units such as 250ms, 1.5s, 2m or 1h 30m. Any number of decimals is read exactly, and a positive value below a nanosecond counts as one nanosecond, never as zero. Negative durations are refused. For --timeout and --max-time, 0 and inf (or infinity) mean no limit.",
+    );
+
+    section(&mut r, "PROCESSES AND SIGNALS");
+    for text in [
+        "Each attempt runs in its own process group. On --timeout or --max-time the group gets the stop signal together with SIGCONT, then SIGKILL after --kill-after. When the attempt's main process ends, anything left in its group gets the stop signal at once and SIGKILL after --kill-after; --max-time or a second interrupt cuts that grace short, and -v says how many processes were stopped.",
+        "retry is a child subreaper: what an attempt abandons is reparented to retry and reaped by it, so zombies never hold clean-up up, also when retry is PID 1 of a container. If retry dies, even by SIGKILL, the attempt's main process is killed too.",
+        "SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGUSR1 and SIGUSR2 are passed on to the attempt's group; the first four end the run (exit 128+N). A signal ignored when retry started (nohup) stays ignored, by retry and by COMMAND; so does SIGPIPE. SIGCHLD is reset to its default at start.",
+        "On a terminal, when retry runs in the foreground, each attempt's group is given the terminal while it runs and retry takes it back afterwards, as a shell does with a job: programs that prompt work, Ctrl-C ends the run with 130, and Ctrl-Z stops retry's whole job for the shell's fg or bg. Started in the background, retry never takes the terminal.",
+        "A command killed by SIGPIPE is not retried (its reader is gone) unless --retry-on names 141. A command that cannot start because processes, memory or descriptors are short is retried, and exits 125 if that lasts; one that is missing exits 127 and is named.",
+    ] {
+        para(&mut r, text);
+    }
+
+    section(&mut r, "LOGGING");
+    for text in [
+        "The log goes to stderr; stdout is COMMAND's alone. With --log-file, the file receives every event whatever -q or -v say, and stderr only the final give-up line in plain text (-qq: nothing; -v: the ordinary log too).",
+        "In JSON (--log-format json) each line is one object with the fields event, time (RFC 3339, UTC), elapsed_ms, run (a random id of this invocation) and pid, plus the event's own; the events are start, attempt_start, attempt, sleep, done, warning, note and error. Attempt outcomes are success, retryable, permanent, timeout, deadline and interrupted.",
+        "Secrets in the logged command line are shown as ***: URL passwords, secret-looking query parameters, header-shaped arguments such as Authorization: Bearer, -u user:password, and values of options named like a password, token, secret or key.",
+    ] {
+        para(&mut r, text);
+    }
+
     section(&mut r, "EXIT STATUS");
     for (code, meaning) in [
         ("0", "Success."),
@@ -197,7 +220,7 @@ fn our_sections(cmd: &clap::Command) -> Roff {
         ),
         (
             "2",
-            "Usage error: a bad flag or value, reported on one line naming the flag and the accepted form.",
+            "Usage error: a bad flag, value or environment variable, reported on stderr (even with --log-file) in one line naming the flag or variable and the accepted form. Nothing is run or created.",
         ),
         (
             "125",

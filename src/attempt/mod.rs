@@ -4,13 +4,16 @@
 //! [`Status`] that `classify` judges.
 
 use std::future::Future;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::classify::{Limit, Status};
 use crate::signals::Signals;
 
+mod children;
 pub mod http;
 pub mod process;
+pub mod stdin;
+mod terminal;
 
 /// What the loop tells an attempt about the try it is making.
 #[derive(Debug, Clone, Copy)]
@@ -31,4 +34,19 @@ pub trait Attempt {
     /// passed on to what the attempt started and, when terminating, the
     /// attempt is stopped and reported as `Status::Interrupted`.
     fn run(&mut self, ctx: &Context, signals: &mut Signals) -> impl Future<Output = Status>;
+
+    /// What the last attempt reported besides its status, taken once.
+    fn details(&mut self) -> Details {
+        Details::default()
+    }
+}
+
+/// What an attempt reports besides its status.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Details {
+    /// How long the attempt's own work took, when the loop's measurement
+    /// would include more (cleanup of leftover processes after it).
+    pub duration: Option<Duration>,
+    /// Lines for the verbose log.
+    pub notes: Vec<String>,
 }

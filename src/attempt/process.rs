@@ -1,80 +1,32 @@
-//! Command attempts: run COMMAND once as a child process.
+//! Command attempts: run COMMAND once as a child process, supervised.
 //!
-//! The child gets its own process group (unless `--foreground`), so a timeout
-//! or an interrupt reaches everything it started: first the stop signal, then
-//! KILL after the grace period. Whatever is left of the group when the child
-//! exits is stopped the same way, so no grandchild outlives its attempt.
-//! stdout and stderr are inherited: the child writes to them directly.
+//! The child gets its own process group (unless `--foreground`), so a
+//! timeout or an interrupt reaches everything it started: the stop signal
+//! (with SIGCONT, so a stopped group ends too), then KILL after the grace
+//! period. When the main process ends, whatever it left in its group is
+//! stopped the same way, and every child retry inherits as a subreaper is
+//! reaped, so no zombie holds cleanup up. The child dies with retry, even
+//! when retry is killed with SIGKILL. On a terminal the attempt's group gets
+//! the foreground while it runs (see `terminal`). stdout and stderr are
+//! inherited: the child writes to them directly.
 
-use std::ffi::OsString;
-use std::io::{self, Read, Seek, Write};
-use std::os::unix::process::ExitStatusExt;
-use std::process::Stdio;
-use std::sync::Arc;
+use std::ffi::{OsStr, OsString};
+use std::io;
+use std::os::unix::process::CommandExt;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, kill, killpg};
-use nix::unistd::Pid;
-use tokio::io::AsyncWriteExt;
-use tokio::process::Command;
+use nix::libc;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::{Pid, getpgrp, getpid};
+use tokio::signal::unix::{SignalKind, signal};
 
-use super::{Attempt, Context};
+use super::children::{Change, count_group, group_alive, reap};
+use super::stdin::StdinSource;
+use super::terminal::{Terminal, take_foreground_in_child};
+use super::{Attempt, Context, Details};
 use crate::classify::{Limit, Status};
 use crate::policy::ProcessOptions;
-use crate::signals::{Signals, is_terminating, suspend_self};
-
-/// stdin held in memory up to this size, in a private temp file beyond it.
-pub const REPLAY_MEMORY_LIMIT: usize = 8 * 1024 * 1024;
-
-/// What each attempt reads on stdin.
-#[derive(Debug)]
-pub enum StdinSource {
-    /// retry's own stdin, shared by every attempt.
-    Inherit,
-    /// The same bytes for every attempt, held in memory.
-    Memory(Arc<Vec<u8>>),
-    /// The same bytes for every attempt, in an unlinked temp file.
-    File(std::fs::File),
-}
-
-impl StdinSource {
-    /// Read `input` to its end once, for `--replay-stdin`.
-    pub fn capture(mut input: impl Read) -> io::Result<StdinSource> {
-        let mut buf = Vec::new();
-        let mut chunk = vec![0u8; 64 * 1024];
-        loop {
-            let n = match input.read(&mut chunk) {
-                Ok(0) => return Ok(StdinSource::Memory(Arc::new(buf))),
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if buf.len() + n > REPLAY_MEMORY_LIMIT {
-                // Spill: memory stays flat however large the input is.
-                // tempfile() is unlinked at once and created 0600.
-                let mut file = tempfile::tempfile()?;
-                file.write_all(&buf)?;
-                file.write_all(&chunk[..n])?;
-                drop(buf);
-                io::copy(&mut input, &mut file)?;
-                return Ok(StdinSource::File(file));
-            }
-            buf.extend_from_slice(&chunk[..n]);
-        }
-    }
-
-    fn stdio(&mut self) -> io::Result<Stdio> {
-        Ok(match self {
-            StdinSource::Inherit => Stdio::inherit(),
-            StdinSource::Memory(_) => Stdio::piped(),
-            StdinSource::File(f) => {
-                // The child shares this file offset: rewind before every attempt.
-                f.rewind()?;
-                Stdio::from(f.try_clone()?)
-            }
-        })
-    }
-}
+use crate::signals::{Signals, is_terminating, sigpipe_ignored_at_start, suspend_self};
 
 /// Runs COMMAND once per attempt.
 pub struct ProcessAttempt {
@@ -83,6 +35,12 @@ pub struct ProcessAttempt {
     /// RETRY_DEPTH given to the child.
     depth: u32,
     stdin: StdinSource,
+    /// retry's controlling terminal, to hand to each attempt (not with
+    /// `--foreground`, where the child shares retry's group anyway).
+    terminal: Option<Terminal>,
+    /// Wakes the loop when any child changes state.
+    sigchld: Option<tokio::signal::unix::Signal>,
+    details: Details,
 }
 
 impl ProcessAttempt {
@@ -92,11 +50,22 @@ impl ProcessAttempt {
         depth: u32,
         stdin: StdinSource,
     ) -> Self {
+        // Whatever the attempts fork and abandon is reparented to retry, to
+        // be reaped and stopped here rather than linger under init.
+        let _ = nix::sys::prctl::set_child_subreaper(true);
+        let terminal = if opts.foreground {
+            None
+        } else {
+            Terminal::open()
+        };
         ProcessAttempt {
             command,
             opts,
             depth,
             stdin,
+            terminal,
+            sigchld: None,
+            details: Details::default(),
         }
     }
 }
@@ -118,41 +87,47 @@ enum Target {
 }
 
 impl Target {
-    fn send(self, sig: Signal) {
+    fn send(self, sig: i32) {
         // ESRCH (already gone) is the only likely error, and harmless.
-        let _ = match self {
-            Target::Group(pgid) => killpg(pgid, sig),
-            Target::Child(pid) => kill(pid, sig),
-        };
+        // SAFETY: plain kill(2) calls; raw numbers because the stop signal
+        // may be a real-time one, which nix's Signal cannot name.
+        unsafe {
+            match self {
+                Target::Group(pgid) => libc::killpg(pgid.as_raw(), sig),
+                Target::Child(pid) => libc::kill(pid.as_raw(), sig),
+            };
+        }
     }
 
-    /// Pass on a signal retry caught.
-    fn forward(self, sig: Signal) {
-        match (self, sig) {
-            // Job control: the child's group is not the terminal's, so Ctrl-Z
-            // reached only retry. Stop the group, stop retry, and when the
-            // shell continues retry, continue the group.
-            (Target::Group(_), Signal::SIGTSTP) => {
-                self.send(Signal::SIGTSTP);
-                suspend_self();
-                self.send(Signal::SIGCONT);
-            }
-            // In retry's group the terminal already delivered these to the
-            // child, and `fg` continues the whole group.
-            (Target::Child(_), Signal::SIGTSTP) => suspend_self(),
-            (Target::Child(_), Signal::SIGINT | Signal::SIGQUIT) => {}
-            _ => self.send(sig),
+    /// Send the stop signal, and SIGCONT so that a stopped process acts on it.
+    fn stop(self, sig: i32) {
+        self.send(sig);
+        if sig != libc::SIGKILL && sig != libc::SIGCONT {
+            self.send(libc::SIGCONT);
         }
     }
 }
 
 impl Attempt for ProcessAttempt {
     async fn run(&mut self, ctx: &Context, signals: &mut Signals) -> Status {
-        let started = Instant::now();
+        self.details = Details::default();
         let Some((program, args)) = self.command.split_first() else {
-            return Status::NotFound;
+            return Status::NotFound(String::new());
         };
-        let mut cmd = Command::new(program);
+        if self.sigchld.is_none() {
+            match signal(SignalKind::child()) {
+                Ok(s) => self.sigchld = Some(s),
+                Err(e) => return Status::CannotStart(format!("cannot watch child processes: {e}")),
+            }
+        }
+        let foreground = self.opts.foreground;
+        // Hand the terminal over only if retry holds it now: never from the background.
+        let mut handed = self
+            .terminal
+            .as_ref()
+            .is_some_and(Terminal::retry_is_foreground);
+
+        let mut cmd = std::process::Command::new(program);
         cmd.args(args)
             .env("RETRY_ATTEMPT", ctx.number.to_string())
             .env(
@@ -163,61 +138,92 @@ impl Attempt for ProcessAttempt {
                 "RETRY_PREVIOUS_EXIT",
                 ctx.previous_exit.map(|c| c.to_string()).unwrap_or_default(),
             )
-            .env("RETRY_DEPTH", self.depth.to_string())
-            .kill_on_drop(true);
-        if !self.opts.foreground {
+            .env("RETRY_DEPTH", self.depth.to_string());
+        if !foreground {
             cmd.process_group(0);
         }
         match self.stdin.stdio() {
             Ok(s) => cmd.stdin(s),
-            Err(e) => return Status::NotExecutable(format!("cannot prepare stdin: {e}")),
+            Err(e) => return Status::CannotStart(format!("cannot prepare stdin: {e}")),
         };
-
+        let parent = getpid();
+        let keep_sigpipe_ignored = sigpipe_ignored_at_start();
+        let tty = self.terminal.as_ref().filter(|_| handed).map(Terminal::raw);
+        // SAFETY: between fork and exec only async-signal-safe calls run:
+        // prctl, getppid, kill, signal, setpgid, sigprocmask, tcsetpgrp.
+        unsafe {
+            cmd.pre_exec(move || {
+                // Die with retry, even when it is killed with SIGKILL; and if
+                // retry is already gone, do not start at all.
+                let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+                if nix::unistd::getppid() != parent {
+                    let _ = nix::sys::signal::raise(Signal::SIGKILL);
+                }
+                // std restored SIGPIPE's default; a parent's "ignore" wins, as
+                // it would have without retry in between.
+                if keep_sigpipe_ignored {
+                    libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+                }
+                if let Some(tty) = tty {
+                    take_foreground_in_child(tty);
+                }
+                Ok(())
+            });
+        }
         let mut child = match cmd.spawn() {
             Ok(c) => c,
-            Err(e) => return spawn_error(&e),
+            Err(e) => return start_failure(&e, program),
         };
-        let Some(pid) = child.id().and_then(|id| i32::try_from(id).ok()) else {
-            return Status::NotExecutable("child exited before it could be tracked".into());
-        };
-        let pid = Pid::from_raw(pid);
-        let target = if self.opts.foreground {
+        let started = Instant::now();
+        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+        let target = if foreground {
             Target::Child(pid)
         } else {
             Target::Group(pid)
         };
-        if let (StdinSource::Memory(bytes), Some(mut pipe)) = (&self.stdin, child.stdin.take()) {
-            let bytes = Arc::clone(bytes);
-            // A child that stops reading closes the pipe; that is its business.
-            tokio::spawn(async move {
-                let _ = pipe.write_all(&bytes).await;
-            });
+        if let (true, Some(t)) = (handed, &self.terminal) {
+            t.give_to(pid);
         }
+        self.stdin.feed(child.stdin.take());
+        // std's Child neither waits nor kills on drop: from here on, retry
+        // reaps by pid itself (see `children`).
+        drop(child);
 
         let mut stop: Option<(Stop, Instant)> = None;
         let mut killed = false;
-        let result = loop {
+        let ended = loop {
+            match reap(Some(pid)) {
+                Some(Change::Exited(code)) => break Change::Exited(code),
+                Some(Change::Signaled(sig)) => break Change::Signaled(sig),
+                Some(Change::Stopped(sig)) => {
+                    handed = self.mirror_stop(sig, pid, handed);
+                }
+                None => {}
+            }
             let wake = match stop {
                 None => ctx.deadline.map(|(at, _)| at),
                 // An absurd grace period overflows to "never", not a panic.
                 Some((_, since)) if !killed => since.checked_add(self.opts.kill_after),
                 Some(_) => None,
             };
+            let Some(sigchld) = self.sigchld.as_mut() else {
+                break Change::Exited(1);
+            };
             tokio::select! {
-                res = child.wait() => break res,
+                _ = sigchld.recv() => {}
                 () = sleep_until(wake) => match stop {
                     None => {
                         let limit = ctx.deadline.map_or(Limit::Attempt, |(_, l)| l);
-                        target.send(self.opts.stop_signal);
+                        target.stop(self.opts.stop_signal);
                         stop = Some((Stop::Timeout(limit), Instant::now()));
                     }
                     Some(_) => {
-                        target.send(Signal::SIGKILL);
+                        target.send(libc::SIGKILL);
                         killed = true;
                     }
                 },
                 sig = signals.recv() => {
-                    target.forward(sig);
+                    handed = self.forward(target, sig, handed);
                     if is_terminating(sig) && !matches!(stop, Some((Stop::Interrupt(_), _))) {
                         let since = stop.map_or_else(Instant::now, |(_, since)| since);
                         stop = Some((Stop::Interrupt(sig), since));
@@ -225,32 +231,176 @@ impl Attempt for ProcessAttempt {
                 }
             }
         };
-
+        self.details.duration = Some(started.elapsed());
+        if handed && let Some(t) = &self.terminal {
+            t.take_back_from(pid);
+        }
         if let Target::Group(pgid) = target {
-            let grace_from = stop.map(|(_, since)| since);
-            drain_group(
-                pgid,
-                self.opts.stop_signal,
-                self.opts.kill_after,
-                grace_from,
-            )
-            .await;
+            let left = self
+                .drain(pgid, stop.map(|(_, since)| since), ctx, signals)
+                .await;
+            if left > 0 {
+                let plural = if left == 1 { "" } else { "es" };
+                self.details.notes.push(format!(
+                    "stopped {left} leftover process{plural} of attempt {}",
+                    ctx.number
+                ));
+            }
         }
 
-        match (stop, result) {
+        match (stop, ended) {
             (Some((Stop::Interrupt(sig), _)), _) => Status::Interrupted(sig as i32),
             (Some((Stop::Timeout(limit), _)), _) => Status::TimedOut {
                 limit,
                 after: started.elapsed(),
             },
-            (None, Ok(st)) => match (st.code(), st.signal()) {
-                (Some(code), _) => Status::Exited(code),
-                (None, Some(sig)) => Status::Signaled(sig),
-                (None, None) => Status::Exited(1),
-            },
-            (None, Err(e)) => Status::NotExecutable(format!("cannot wait for the command: {e}")),
+            (None, Change::Signaled(sig)) if handed && is_terminal_interrupt(sig) => {
+                // The person at the terminal pressed Ctrl-C (or Ctrl-\): it
+                // reached the attempt, which had the terminal, not retry; it
+                // ends the run all the same.
+                if let Ok(s) = Signal::try_from(sig) {
+                    signals.note(s);
+                }
+                Status::Interrupted(sig)
+            }
+            (None, Change::Signaled(sig)) => Status::Signaled(sig),
+            (None, Change::Exited(code) | Change::Stopped(code)) => Status::Exited(code),
         }
     }
+
+    fn details(&mut self) -> Details {
+        std::mem::take(&mut self.details)
+    }
+}
+
+impl ProcessAttempt {
+    /// Pass on a signal retry caught; returns whether the attempt still has
+    /// the terminal.
+    fn forward(&self, target: Target, sig: Signal, handed: bool) -> bool {
+        match (target, sig) {
+            // Job control: the child's group is not the terminal's, so a TSTP
+            // sent to retry reached only retry. Stop the group, stop retry,
+            // and when the shell continues retry, continue the group.
+            (Target::Group(pgid), Signal::SIGTSTP) => {
+                target.send(libc::SIGTSTP);
+                if handed && let Some(t) = &self.terminal {
+                    t.take_back_from(pgid);
+                }
+                suspend_self();
+                self.resume(pgid)
+            }
+            // In retry's group the terminal already delivered these to the
+            // child, and `fg` continues the whole group.
+            (Target::Child(_), Signal::SIGTSTP) => {
+                suspend_self();
+                handed
+            }
+            (Target::Child(_), Signal::SIGINT | Signal::SIGQUIT) => handed,
+            _ => {
+                target.send(sig as i32);
+                handed
+            }
+        }
+    }
+
+    /// The attempt's main process was stopped. A job-control stop (Ctrl-Z,
+    /// or reading the terminal from the background) stops retry's own job
+    /// too, as the terminal would have without retry in between, so the
+    /// shell sees a stopped job; `fg` or `bg` then continues both. Returns
+    /// whether the attempt has the terminal afterwards.
+    fn mirror_stop(&self, sig: i32, pgid: Pid, handed: bool) -> bool {
+        let job_control = matches!(sig, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU);
+        // As PID 1 retry cannot be stopped, and a stopped group would only
+        // spin; without a terminal nobody asked for job control.
+        if !job_control || self.terminal.is_none() || getpid().as_raw() == 1 {
+            return handed;
+        }
+        if handed && let Some(t) = &self.terminal {
+            t.take_back_from(pgid);
+        }
+        let _ = killpg(getpgrp(), Signal::SIGSTOP);
+        self.resume(pgid)
+    }
+
+    /// retry was continued: give the attempt the terminal again if retry is
+    /// in the foreground now (`fg`), then continue the attempt's group.
+    fn resume(&self, pgid: Pid) -> bool {
+        let fg = self.terminal.as_ref().filter(|t| t.retry_is_foreground());
+        if let Some(t) = fg {
+            t.give_to(pgid);
+        }
+        let _ = killpg(pgid, Signal::SIGCONT);
+        fg.is_some()
+    }
+
+    /// Stop whatever is left in the attempt's process group after its main
+    /// process ended: the stop signal at once (unless the group already had
+    /// it, at `stopped_at`), KILL when the grace period is over. A deadline
+    /// or a second interrupt cuts the grace short. Returns how many
+    /// processes were left.
+    async fn drain(
+        &mut self,
+        pgid: Pid,
+        stopped_at: Option<Instant>,
+        ctx: &Context,
+        signals: &mut Signals,
+    ) -> usize {
+        reap(None);
+        if !group_alive(pgid) {
+            return 0;
+        }
+        let left = count_group(pgid).unwrap_or(1);
+        let target = Target::Group(pgid);
+        let since = stopped_at.unwrap_or_else(|| {
+            target.stop(self.opts.stop_signal);
+            Instant::now()
+        });
+        let mut kill_at = since.checked_add(self.opts.kill_after);
+        if let Some((deadline, Limit::Deadline)) = ctx.deadline {
+            kill_at = Some(kill_at.map_or(deadline, |k| k.min(deadline)));
+        }
+        let mut interrupted = stopped_at.is_some() && signals.interrupted().is_some();
+        let mut killed_at: Option<Instant> = None;
+        while let Some(sigchld) = self.sigchld.as_mut() {
+            let kill_wake = if killed_at.is_some() { None } else { kill_at };
+            tokio::select! {
+                _ = sigchld.recv() => {}
+                // Grandchildren that are not retry's to reap send no SIGCHLD.
+                () = tokio::time::sleep(Duration::from_millis(10)) => {}
+                () = sleep_until(kill_wake) => {
+                    target.send(libc::SIGKILL);
+                    killed_at = Some(Instant::now());
+                }
+                sig = signals.recv() => {
+                    target.send(sig as i32);
+                    if is_terminating(sig) {
+                        if interrupted && killed_at.is_none() {
+                            // Asked twice: no more grace.
+                            target.send(libc::SIGKILL);
+                            killed_at = Some(Instant::now());
+                        }
+                        interrupted = true;
+                    }
+                }
+            }
+            reap(None);
+            if !group_alive(pgid) {
+                break;
+            }
+            // Past KILL only a process stuck in the kernel can linger; do
+            // not wait on it for ever.
+            if killed_at.is_some_and(|at| at.elapsed() > Duration::from_secs(2)) {
+                break;
+            }
+        }
+        left
+    }
+}
+
+/// Signals a terminal sends to its foreground group from the keyboard that
+/// end a job: Ctrl-C and Ctrl-\.
+fn is_terminal_interrupt(sig: i32) -> bool {
+    sig == libc::SIGINT || sig == libc::SIGQUIT
 }
 
 async fn sleep_until(at: Option<Instant>) {
@@ -260,37 +410,22 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-/// Stop whatever is left in the attempt's process group after the child
-/// exited: the stop signal (unless the group already had it, at `grace_from`),
-/// then KILL when the grace period is over.
-async fn drain_group(pgid: Pid, stop_signal: Signal, grace: Duration, grace_from: Option<Instant>) {
-    let alive = || killpg(pgid, None).is_ok();
-    if !alive() {
-        return;
-    }
-    let since = match grace_from {
-        Some(since) => since,
-        None => {
-            let _ = killpg(pgid, stop_signal);
-            Instant::now()
+/// A failure to start COMMAND, classified by its cause: a missing program
+/// is 127, one that cannot be executed 126, and a passing shortage of
+/// processes, memory or descriptors is worth another try.
+fn start_failure(e: &io::Error, program: &OsStr) -> Status {
+    let name = program.to_string_lossy().into_owned();
+    match e.raw_os_error() {
+        Some(libc::ENOENT) => Status::NotFound(name),
+        Some(libc::EAGAIN | libc::ENOMEM | libc::EMFILE | libc::ENFILE) => {
+            Status::CannotStart(format!("cannot start {name}: {e}"))
         }
-    };
-    let until = since.checked_add(grace);
-    while until.is_none_or(|u| Instant::now() < u) {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        if !alive() {
-            return;
+        Some(libc::EACCES | libc::EPERM) => {
+            Status::NotExecutable(format!("{name}: permission denied"))
         }
-    }
-    let _ = killpg(pgid, Signal::SIGKILL);
-}
-
-/// A spawn failure as a status: 127 for a missing program, 126 otherwise.
-fn spawn_error(e: &io::Error) -> Status {
-    match e.kind() {
-        io::ErrorKind::NotFound => Status::NotFound,
-        io::ErrorKind::PermissionDenied => Status::NotExecutable("permission denied".into()),
-        _ => Status::NotExecutable(e.to_string()),
+        Some(libc::E2BIG) => Status::NotExecutable(format!("{name}: argument list too long")),
+        Some(libc::ENOEXEC) => Status::NotExecutable(format!("{name}: exec format error")),
+        _ => Status::NotExecutable(format!("{name}: {e}")),
     }
 }
 
@@ -299,24 +434,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn small_stdin_stays_in_memory() {
-        let src = StdinSource::capture(&b"hello"[..]).expect("capture");
-        match src {
-            StdinSource::Memory(b) => assert_eq!(&b[..], b"hello"),
-            other => panic!("expected memory, got {other:?}"),
+    fn start_failures_by_cause() {
+        let err = |n| io::Error::from_raw_os_error(n);
+        let p = OsStr::new("prog");
+        assert_eq!(
+            start_failure(&err(libc::ENOENT), p),
+            Status::NotFound("prog".into())
+        );
+        for n in [libc::EAGAIN, libc::ENOMEM, libc::EMFILE, libc::ENFILE] {
+            assert!(matches!(start_failure(&err(n), p), Status::CannotStart(_)));
+        }
+        for n in [libc::EACCES, libc::E2BIG, libc::ENOEXEC, libc::EISDIR] {
+            assert!(matches!(
+                start_failure(&err(n), p),
+                Status::NotExecutable(_)
+            ));
         }
     }
 
     #[test]
-    fn large_stdin_spills_to_a_file() {
-        let data = vec![7u8; REPLAY_MEMORY_LIMIT + 1];
-        let mut src = StdinSource::capture(&data[..]).expect("capture");
-        let StdinSource::File(f) = &mut src else {
-            panic!("expected a file");
-        };
-        f.rewind().expect("rewind");
-        let mut back = Vec::new();
-        f.read_to_end(&mut back).expect("read");
-        assert_eq!(back, data);
+    fn only_keyboard_signals_count_as_the_terminal_interrupting() {
+        assert!(is_terminal_interrupt(libc::SIGINT));
+        assert!(is_terminal_interrupt(libc::SIGQUIT));
+        assert!(!is_terminal_interrupt(libc::SIGTERM));
+        assert!(!is_terminal_interrupt(libc::SIGKILL));
     }
 }

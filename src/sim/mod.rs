@@ -256,8 +256,6 @@ where
 mod tests {
     use super::*;
     use crate::backoff::Jitter;
-    use rand::SeedableRng;
-    use rand::rngs::StdRng;
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
@@ -275,7 +273,7 @@ mod tests {
     }
 
     fn sim(p: &Policy, model: Model, n: u32, seed: u64) -> Outcome {
-        simulate(p, model, n, &mut StdRng::seed_from_u64(seed), &mut Quiet)
+        simulate(p, model, n, &mut crate::rng::seeded(seed), &mut Quiet)
     }
 
     #[test]

@@ -152,8 +152,6 @@ fn unit<R: Rng + ?Sized>(rng: &mut R) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::SeedableRng;
-    use rand::rngs::StdRng;
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
@@ -205,7 +203,7 @@ mod tests {
 
     #[test]
     fn latency_is_about_ten_ms() {
-        let mut rng = StdRng::seed_from_u64(3);
+        let mut rng = crate::rng::seeded(3);
         let n = 20_000;
         let draws: Vec<f64> = (0..n)
             .map(|_| latency(&mut rng).as_secs_f64() * 1000.0)

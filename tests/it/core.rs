@@ -379,7 +379,7 @@ fn usage_errors_are_one_line_exit_2_and_run_nothing() {
         (&["--retry-on", "300"], "--retry-on"),
         (&["--stop-on", "1-5", "--success-on", "4"], "--success-on"),
         (&["--retry-on", "1", "--stop-on", "1"], "--stop-on"),
-        (&["--timeout", "0"], "--timeout"),
+        (&["--timeout", "-1"], "--timeout"),
         (&["--max-time", "soon"], "--max-time"),
         (&["--kill-after", "x"], "--kill-after"),
         (&["--stop-signal", "NOPE"], "--stop-signal"),
@@ -579,4 +579,385 @@ fn max_time_stops_a_running_attempt_with_124() {
     );
     assert!(out.elapsed < Duration::from_secs(4), "{:?}", out.elapsed);
     assert!(out.stderr_text().contains("stopped at --max-time"));
+}
+
+/// Usage errors: exit 2, one line naming `names` (each), nothing run and
+/// nothing created, not even the `--log-file`.
+fn expect_usage_error(args: &[&str], env: &[(&str, &str)], names: &[&str]) {
+    let dir = scratch();
+    let marker = dir.path().join("ran");
+    let log = dir.path().join("log.jsonl");
+    let log_s = path_str(&log);
+    let mut all = vec!["--log-file", log_s.as_str()];
+    all.extend_from_slice(args);
+    let mut cmd = retry_sh(&all, &format!("touch {}", path_str(&marker)));
+    for (k, v) in env {
+        cmd = cmd.env(k, v);
+    }
+    let out = cmd.run();
+    out.expect_code(2);
+    let lines = out.stderr_lines();
+    assert_eq!(lines.len(), 1, "{args:?} {env:?}: {lines:?}");
+    assert!(lines[0].starts_with("retry: "), "{lines:?}");
+    for name in names {
+        assert!(
+            lines[0].contains(name),
+            "{args:?} {env:?} should name {name:?}: {lines:?}"
+        );
+    }
+    assert!(out.stdout.is_empty());
+    assert!(!marker.exists(), "{args:?} {env:?} ran the command");
+    assert!(!log.exists(), "{args:?} {env:?} created the log file");
+}
+
+#[test]
+fn bad_values_name_their_flag_or_variable_and_the_accepted_form() {
+    let form = "a duration such as 250ms";
+    expect_usage_error(
+        &["--base", "-1s"],
+        &[],
+        &["--base", "'-1s'", "negative", form],
+    );
+    expect_usage_error(&["--max-time", "-5"], &[], &["--max-time", "negative"]);
+    expect_usage_error(&["-t", "--"], &[], &["--timeout needs a value", "0 or inf"]);
+    expect_usage_error(
+        &["--max"],
+        &[],
+        &["--max", "a whole number of attempts from 1"],
+    );
+    expect_usage_error(
+        &["--max", "99999999999"],
+        &[],
+        &["--max", "from 1 to 4294967295"],
+    );
+    expect_usage_error(&["--base", "inf"], &[], &["--base", "finite"]);
+    expect_usage_error(&["--base", "1e30"], &[], &["--base", "too large"]);
+    expect_usage_error(
+        &["--seed", "9007199254740992"],
+        &[],
+        &["--seed", "9007199254740991"],
+    );
+    expect_usage_error(
+        &["--stop-signal", "RTMIN+99"],
+        &[],
+        &["--stop-signal", "kill -l"],
+    );
+    expect_usage_error(
+        &["--base", "1m", "--cap", "40s"],
+        &[],
+        &["--cap (40s) is below --base (1m)"],
+    );
+    expect_usage_error(
+        &[],
+        &[("RETRY_MAX", "abc")],
+        &["RETRY_MAX", "'abc'", "from 1 to"],
+    );
+    expect_usage_error(&[], &[("RETRY_BASE", "-2")], &["RETRY_BASE", "negative"]);
+    expect_usage_error(&[], &[("RETRY_TIMEOUT", "soon")], &["RETRY_TIMEOUT", form]);
+    expect_usage_error(
+        &[],
+        &[("RETRY_JITTER", "bogus")],
+        &[
+            "RETRY_JITTER",
+            "'bogus'",
+            "none, full, equal, decorrelated, additive",
+        ],
+    );
+    expect_usage_error(
+        &[],
+        &[("RETRY_BACKOFF", "cubic")],
+        &["RETRY_BACKOFF", "exponential"],
+    );
+    // A bad flag value is still blamed on the flag when the variable is fine.
+    expect_usage_error(
+        &["--jitter", "bogus"],
+        &[("RETRY_JITTER", "full")],
+        &["--jitter", "'bogus'"],
+    );
+}
+
+#[test]
+fn flags_that_would_do_nothing_are_usage_errors() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &["--backoff", "linear", "--multiplier", "3"],
+            &["--multiplier", "--backoff linear"],
+        ),
+        (
+            &["--backoff", "fixed", "-m", "1.5"],
+            &["--multiplier", "--backoff fixed"],
+        ),
+        (&["--jitter-max", "2s"], &["--jitter-max", "--jitter full"]),
+        (
+            &["-j", "decorrelated", "-m", "3"],
+            &["--multiplier", "--jitter decorrelated"],
+        ),
+        (
+            &["-j", "decorrelated", "--backoff", "linear"],
+            &["--backoff", "--jitter decorrelated"],
+        ),
+        (
+            &["--no-retry-on-timeout"],
+            &["--no-retry-on-timeout", "without --timeout"],
+        ),
+        (
+            &["--backoff", "fixed", "--reset-after", "1m"],
+            &["--reset-after", "--backoff fixed"],
+        ),
+    ];
+    expect_usage_error(
+        &["--no-retry-on-timeout", "--max-time", "1m"],
+        &[],
+        &["--no-retry-on-timeout", "without --timeout"],
+    );
+    for (args, names) in cases {
+        expect_usage_error(args, &[], names);
+    }
+    expect_usage_error(
+        &["-j", "decorrelated"],
+        &[("RETRY_BACKOFF", "fixed")],
+        &["RETRY_BACKOFF", "--jitter decorrelated"],
+    );
+}
+
+/// `sh -c` that appends a line to `count` and fails; how many lines it wrote.
+fn counting_failure(dir: &std::path::Path) -> (String, std::path::PathBuf) {
+    let count = dir.join("count");
+    (format!("echo x >> {}; exit 1", path_str(&count)), count)
+}
+
+fn lines_in(path: &std::path::Path) -> usize {
+    std::fs::read_to_string(path).map_or(0, |s| s.lines().count())
+}
+
+#[test]
+fn max_time_alone_keeps_retrying_past_five_attempts() {
+    let dir = scratch();
+    let (script, count) = counting_failure(dir.path());
+    let out = retry_sh(
+        &["--max-time", "2s", "--base", "10ms", "--cap", "50ms"],
+        &script,
+    )
+    .run();
+    assert!(lines_in(&count) > 5, "only {} attempts", lines_in(&count));
+    assert!(
+        out.elapsed >= Duration::from_millis(1500),
+        "{:?}",
+        out.elapsed
+    );
+    assert!(out.elapsed < Duration::from_secs(10), "{:?}", out.elapsed);
+    // The deadline ends the run: between attempts (the last code, 1) or,
+    // less often, during one (124).
+    let text = out.stderr_text();
+    match out.code() {
+        1 => assert!(text.contains("would start after --max-time"), "{text}"),
+        124 => assert!(
+            text.contains("--max-time ran out during the attempt"),
+            "{text}"
+        ),
+        other => panic!("exit {other}: {text}"),
+    }
+    assert!(!text.contains("giving up after 5 attempts"), "{text}");
+
+    // The same deadline from the environment; an explicit limit still holds.
+    let (script, count) = counting_failure(&dir.path().join("x"));
+    std::fs::create_dir(dir.path().join("x")).expect("mkdir");
+    let out = retry_sh(&["--base", "1ms", "--cap", "1ms"], &script)
+        .env("RETRY_MAX_TIME", "5m")
+        .env("RETRY_MAX", "3")
+        .run();
+    out.expect_code(1);
+    assert_eq!(lines_in(&count), 3);
+}
+
+#[test]
+fn zero_and_inf_mean_no_limit_for_timeout_and_max_time() {
+    let out = retry([
+        "--timeout",
+        "0",
+        "--max-time",
+        "inf",
+        "--max",
+        "1",
+        "--",
+        "sleep",
+        "0.3",
+    ])
+    .run();
+    out.expect_code(0);
+    let out = retry(["--max", "1", "--", "sleep", "0.3"])
+        .env("RETRY_TIMEOUT", "infinity")
+        .env("RETRY_MAX_TIME", "0s")
+        .run();
+    out.expect_code(0);
+}
+
+#[test]
+fn a_tiny_timeout_rounds_up_and_still_limits() {
+    // 1e-12 s is below a nanosecond: it must become 1 ns, not zero (no limit).
+    let out = retry(["--timeout", "1e-12", "--max", "1", "--", "sleep", "5"]).run();
+    out.expect_code(124);
+    assert!(out.elapsed < Duration::from_secs(4), "{:?}", out.elapsed);
+}
+
+/// The ceilings `--dry-run --jitter none` shows for these flags.
+fn ceilings(args: &[&str]) -> Vec<String> {
+    let mut all = vec!["--dry-run", "--jitter", "none"];
+    all.extend_from_slice(args);
+    let out = retry(&all).run();
+    out.expect_code(0);
+    out.stdout_text()
+        .lines()
+        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+        .filter_map(|l| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .nth(2)
+                .map(String::from)
+        })
+        .collect()
+}
+
+#[test]
+fn durations_in_every_form_sleep_and_timeout_accept() {
+    for (base, want) in [
+        ("2", "2s"),
+        ("0.25", "250ms"),
+        (".5", "500ms"),
+        ("5.", "5s"),
+        ("1e-3", "1ms"),
+        ("2.5e1", "25s"),
+        ("2.5E-1s", "250ms"),
+        ("0.0125m", "750ms"),
+        (".01h", "36s"),
+        ("0.000011574d", "1s"),
+        ("0.12345678901234567890123", "123ms"),
+        ("250ms", "250ms"),
+        ("1m 30s", "1m 30s"),
+    ] {
+        assert_eq!(
+            ceilings(&["--max", "2", "--cap", "1h", "--base", base]),
+            vec![want.to_string()],
+            "--base {base}"
+        );
+    }
+}
+
+#[test]
+fn a_base_above_the_default_cap_raises_it() {
+    assert_eq!(
+        ceilings(&["--max", "3", "--base", "1m"]),
+        vec!["1m".to_string(), "1m".to_string()]
+    );
+    assert_eq!(
+        ceilings(&["--max", "3", "--base", "20s"]),
+        vec!["20s".to_string(), "30s".to_string()]
+    );
+}
+
+#[test]
+fn decorrelated_dry_run_says_growth_settings_do_not_apply() {
+    let out = retry(["--dry-run", "--jitter", "decorrelated", "--seed", "1"]).run();
+    out.expect_code(0);
+    let text = out.stdout_text();
+    assert!(text.contains("growth settings do not apply"), "{text}");
+    assert!(!text.contains("exponential"), "{text}");
+}
+
+/// A seed means the same schedule in every version and on every platform.
+/// These are the delays (rounded to ms by the table) of the pinned stream.
+#[test]
+fn seeded_dry_runs_are_pinned() {
+    let delays = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["--dry-run", "--max", "4"];
+        all.extend_from_slice(args);
+        let out = retry(&all).run();
+        out.expect_code(0);
+        out.stdout_text()
+            .lines()
+            .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+            .filter_map(|l| {
+                l.split("  ")
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .nth(3)
+                    .map(String::from)
+            })
+            .collect()
+    };
+    assert_eq!(delays(&["--seed", "42"]), ["372ms", "1s 714ms", "3s 925ms"]);
+    assert_eq!(
+        delays(&["--seed", "42", "-j", "decorrelated"]),
+        ["1s 745ms", "4s 629ms", "13s 646ms"]
+    );
+    assert_eq!(
+        delays(&["--seed", "42", "-j", "additive"]),
+        ["1s 372ms", "2s 857ms", "4s 981ms"]
+    );
+    assert_eq!(
+        delays(&["-j", "equal", "--seed", "9007199254740991"]),
+        ["731ms", "1s 932ms", "3s 73ms"]
+    );
+}
+
+#[test]
+fn os_drawn_seeds_survive_a_json_reader() {
+    for _ in 0..8 {
+        let out = retry(["--log-format", "json", "--", "true"]).run();
+        out.expect_code(0);
+        let start = &out.json()[0];
+        let seed = start["seed"].as_u64().expect("seed is a whole number");
+        assert!(seed < 1 << 53, "{seed}");
+        // What a double-based reader sees is the seed itself.
+        assert_eq!(seed as f64 as u64, seed);
+    }
+}
+
+#[test]
+fn stop_signal_rtmin_plus_2_reaches_the_child_on_timeout() {
+    // perl (always on Debian) can catch a real-time signal by number; the
+    // handler records it. Any other signal would kill perl with no record.
+    let signal = nix::libc::SIGRTMIN() + 2;
+    let dir = scratch();
+    let got = dir.path().join("got");
+    let ready = dir.path().join("ready");
+    let script = r#"use POSIX;
+        my ($n, $got, $ready) = @ARGV;
+        sigaction($n, POSIX::SigAction->new(sub {
+            open(my $f, ">", $got) or die; print $f "signal $n\n"; close $f; POSIX::_exit(0);
+        })) or die "sigaction: $!";
+        open(my $r, ">", $ready) or die; close $r;
+        sleep 1 while 1;"#;
+    let out = retry([
+        "--timeout".to_string(),
+        "3s".to_string(),
+        "--max".to_string(),
+        "1".to_string(),
+        "--stop-signal".to_string(),
+        "rtmin+2".to_string(),
+        "--".to_string(),
+        "perl".to_string(),
+        "-e".to_string(),
+        script.to_string(),
+        signal.to_string(),
+        path_str(&got),
+        path_str(&ready),
+    ])
+    .run();
+    out.expect_code(124);
+    assert!(ready.exists(), "perl never started: {}", out.stderr_text());
+    assert_eq!(
+        std::fs::read_to_string(&got).expect("the handler ran"),
+        format!("signal {signal}\n")
+    );
+}
+
+#[test]
+fn a_child_killed_by_a_real_time_signal_is_named_and_exits_128_plus_n() {
+    let n = nix::libc::SIGRTMAX() - 1;
+    let out = retry_sh(&["--max", "1"], &format!("kill -{n} $$")).run();
+    out.expect_code(128 + n);
+    let text = out.stderr_text();
+    assert!(text.contains("killed by SIGRTMAX-1"), "{text}");
 }

@@ -6,4 +6,6 @@ mod process;
 mod pty;
 mod ship;
 mod sim;
+mod supervise;
+mod terminal;
 mod util;

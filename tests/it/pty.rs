@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 /// Everything the terminal has shown so far, filled by a reader thread.
 type Screen = Arc<Mutex<Vec<u8>>>;
 
-#[allow(dead_code)]
 pub struct Pty {
     child: Child,
     master: std::fs::File,
@@ -22,7 +21,6 @@ pub struct Pty {
     reader: Option<thread::JoinHandle<()>>,
 }
 
-#[allow(dead_code)] // the keyboard side serves the terminal tests
 impl Pty {
     /// Start `program args` on a new pty with the clean environment of the
     /// harness plus `env`.
@@ -83,10 +81,6 @@ impl Pty {
     /// Start `retry args` on a new pty.
     pub fn retry(args: &[&str], env: &[(&str, &str)]) -> Pty {
         Pty::spawn(crate::util::bin(), args, env)
-    }
-
-    pub fn pid(&self) -> i32 {
-        self.child.id() as i32
     }
 
     /// Type bytes at the keyboard (`\x03` is Ctrl-C, `\x1a` Ctrl-Z).

@@ -127,6 +127,11 @@ impl Running {
         kill(self.pid(), sig).expect("signal retry");
     }
 
+    /// Wait for it to end, however it ends (a death by signal included).
+    pub fn wait_status(mut self) -> std::process::ExitStatus {
+        self.child.wait().expect("wait")
+    }
+
     /// Wait for it to exit; kill it and fail the test past the hard limit.
     pub fn wait(mut self) -> Outcome {
         let deadline = self.started + HARD_LIMIT;

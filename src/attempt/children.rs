@@ -1,0 +1,91 @@
+//! Reaping and counting the processes an attempt leaves behind.
+//!
+//! retry is a child subreaper: what an attempt forks and abandons is
+//! reparented to retry, so retry reaps every child that changes state, not
+//! only the attempt's main process. A zombie must never count as a live
+//! process, or cleanup would wait for the dead.
+
+use nix::libc;
+use nix::sys::signal::killpg;
+use nix::unistd::Pid;
+
+/// What happened to the attempt's main process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    Exited(i32),
+    Signaled(i32),
+    /// Stopped by this signal (job control, or SIGSTOP).
+    Stopped(i32),
+}
+
+/// Reap every child with news, without blocking; report the news of `main`.
+/// Stops are reported only for `main`; anything else is reaped and dropped.
+pub fn reap(main: Option<Pid>) -> Option<Change> {
+    let mut news = None;
+    loop {
+        let mut status: libc::c_int = 0;
+        // SAFETY: waitpid writes only to `status`. Raw status decoding,
+        // because a death by a real-time signal has no nix Signal value.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG | libc::WUNTRACED) };
+        if pid == -1 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        if pid <= 0 {
+            // 0: nobody has news; -1: no children at all (ECHILD).
+            return news;
+        }
+        if Some(Pid::from_raw(pid)) != main {
+            continue;
+        }
+        news = if libc::WIFEXITED(status) {
+            Some(Change::Exited(libc::WEXITSTATUS(status)))
+        } else if libc::WIFSIGNALED(status) {
+            Some(Change::Signaled(libc::WTERMSIG(status)))
+        } else if libc::WIFSTOPPED(status) {
+            Some(Change::Stopped(libc::WSTOPSIG(status)))
+        } else {
+            news
+        };
+    }
+}
+
+/// How many live (not zombie) processes are in group `pgid`, read from
+/// /proc; None where /proc cannot be read.
+pub fn count_group(pgid: Pid) -> Option<usize> {
+    let mut n = 0;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        // After the parenthesised name: state, ppid, pgrp, ...
+        let mut rest = stat.rsplit_once(')').map(|(_, r)| r)?.split_whitespace();
+        let state = rest.next();
+        let pgrp = rest.nth(1).and_then(|p| p.parse::<i32>().ok());
+        if pgrp == Some(pgid.as_raw()) && !matches!(state, Some("Z" | "X")) {
+            n += 1;
+        }
+    }
+    Some(n)
+}
+
+/// Whether anything still lives in group `pgid`. Zombies that are not
+/// retry's to reap (their parent is a leftover too) do not count.
+pub fn group_alive(pgid: Pid) -> bool {
+    killpg(pgid, None).is_ok() && count_group(pgid).is_none_or(|n| n > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_this_process_group() {
+        let own = nix::unistd::getpgrp();
+        assert!(count_group(own).is_some_and(|n| n >= 1));
+        assert!(group_alive(own));
+    }
+}

@@ -1,0 +1,113 @@
+//! retry on a real terminal: programs that prompt, Ctrl-C, Ctrl-Z with `fg`,
+//! and a retry started in the background, each on a pseudo-terminal that is
+//! the controlling terminal of its session (interactive bash where job
+//! control is part of the case).
+
+use std::time::{Duration, Instant};
+
+use crate::pty::Pty;
+use crate::util::bin;
+
+const SOON: Duration = Duration::from_secs(10);
+
+#[test]
+fn a_program_that_prompts_reads_the_terminal() {
+    let mut t = Pty::retry(
+        &[
+            "--max",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            "printf 'name? '; read x; echo got:$x",
+        ],
+        &[],
+    );
+    t.expect("name? ", SOON);
+    t.type_keys(b"bob\n");
+    let (screen, code) = t.wait(SOON);
+    assert!(screen.contains("got:bob"), "{screen}");
+    assert_eq!(code, Some(0), "{screen}");
+}
+
+#[test]
+fn ctrl_c_at_the_terminal_ends_the_run_with_130_and_no_more_attempts() {
+    let mut t = Pty::retry(
+        &[
+            "--max",
+            "5",
+            "--base",
+            "10ms",
+            "--",
+            "sh",
+            "-c",
+            "echo ready:$RETRY_ATTEMPT; exec sleep 30",
+        ],
+        &[],
+    );
+    t.expect("ready:1", SOON);
+    let pressed = Instant::now();
+    t.type_keys(b"\x03");
+    let (screen, code) = t.wait(SOON);
+    assert_eq!(code, Some(130), "{screen}");
+    assert!(pressed.elapsed() < Duration::from_secs(5), "{screen}");
+    assert!(!screen.contains("ready:2"), "{screen}");
+    assert!(screen.contains("interrupted by SIGINT"), "{screen}");
+}
+
+/// An interactive bash on a fresh terminal, with `retry` on its PATH.
+fn shell() -> Pty {
+    let dir = bin().parent().expect("binary directory");
+    let path = format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let t = Pty::spawn(
+        "bash",
+        &["--norc", "--noprofile", "-i"],
+        &[("PATH", &path), ("PS1", "$ "), ("HISTFILE", "/dev/null")],
+    );
+    t.expect("$ ", SOON);
+    t
+}
+
+#[test]
+fn ctrl_z_suspends_the_attempt_and_retry_and_fg_resumes_both() {
+    let mut t = shell();
+    // The marker is computed, so the echo of the typed line cannot match it.
+    t.type_keys(b"retry --max 1 -- sh -c 'echo ready:$((6*7)); read x; echo got:$x'\n");
+    let at = t.expect("ready:42", SOON);
+    t.type_keys(b"\x1a");
+    // The shell sees the whole job stopped and gives its prompt back.
+    let at = t.expect_after(at, "Stopped", SOON);
+    let at = t.expect_after(at, "$ ", SOON);
+    t.type_keys(b"fg\n");
+    let at = t.expect_after(at, "retry", SOON);
+    t.type_keys(b"hi\n");
+    let at = t.expect_after(at, "got:hi", SOON);
+    t.type_keys(b"echo status:$?\n");
+    t.expect_after(at, "status:0", SOON);
+    t.type_keys(b"exit\n");
+    let (_, code) = t.wait(SOON);
+    assert_eq!(code, Some(0));
+}
+
+#[test]
+fn in_the_background_retry_leaves_the_terminal_alone_until_fg() {
+    let mut t = shell();
+    t.type_keys(b"retry --max 1 -- sh -c 'read x; echo got:$x' &\n");
+    // The attempt tried to read the terminal from the background: the job
+    // stops, as it would without retry.
+    t.type_keys(b"sleep 1; jobs\n");
+    let at = t.expect("Stopped", SOON);
+    t.type_keys(b"fg\n");
+    let at = t.expect_after(at, "retry", SOON);
+    t.type_keys(b"bg-input\n");
+    let at = t.expect_after(at, "got:bg-input", SOON);
+    t.type_keys(b"echo status:$?\n");
+    t.expect_after(at, "status:0", SOON);
+    t.type_keys(b"exit\n");
+    let (_, code) = t.wait(SOON);
+    assert_eq!(code, Some(0));
+}
