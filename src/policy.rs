@@ -406,7 +406,12 @@ impl Config {
                 ("COMMAND", !cli.command.is_empty()),
                 ("--http", http_request.is_some()),
                 ("--dry-run", cli.dry_run),
-                ("--timeout", cli.timeout.is_some()),
+                // RETRY_TIMEOUT set for the user's real runs does not
+                // stand in the way of a simulation; --timeout given does.
+                (
+                    "--timeout",
+                    cli.timeout.is_some() && !cli.from_env.iter().any(|(id, _)| id == "timeout"),
+                ),
                 ("--retry-on", cli.retry_on.is_some()),
                 ("--stop-on", cli.stop_on.is_some()),
                 ("--success-on", cli.success_on.is_some()),

@@ -202,6 +202,19 @@ where
                 reason,
             });
         };
+        // A real run stops an attempt still running at --max-time: its
+        // answer, even a success, is never seen.
+        if deadline.is_some_and(|d| now > d) {
+            report(sink, &FAILED, Verdict::Permanent, None);
+            end(
+                sink,
+                End::Deadline,
+                28,
+                "--max-time ran out during the attempt",
+            );
+            out.gave_up += 1;
+            continue;
+        }
         if ok {
             report(sink, &SUCCEEDED, Verdict::Success, None);
             end(sink, End::Success, 0, "");
@@ -329,6 +342,19 @@ mod tests {
         // 0, 100, 300, 700; the next (1500 ms) is past the deadline.
         let o = sim(&p, Model::Outage { until: ms(60_000) }, 10, 1);
         assert_eq!((o.arrivals.len(), o.gave_up), (40, 10));
+    }
+
+    #[test]
+    fn an_occ_attempt_running_at_the_deadline_is_cut_off() {
+        // One client's attempt takes four ~10 ms messages: a 15 ms deadline
+        // stops it before the answer comes back.
+        let mut p = policy(Jitter::Full, None);
+        p.max_time = Some(ms(15));
+        let o = sim(&p, Model::Occ, 1, 1);
+        assert_eq!((o.successes.len(), o.gave_up), (0, 1));
+        p.max_time = Some(ms(500));
+        let o = sim(&p, Model::Occ, 1, 1);
+        assert_eq!((o.successes.len(), o.gave_up), (1, 0));
     }
 
     #[test]

@@ -183,6 +183,17 @@ fn bad_simulations_are_usage_errors_naming_the_flag() {
 }
 
 #[test]
+fn a_timeout_from_the_environment_does_not_stop_a_simulation() {
+    let out = retry(["--simulate", "5", "--outage", "1s"])
+        .env("RETRY_TIMEOUT", "10s")
+        .run();
+    out.expect_code(0);
+    let out = retry(["--simulate", "5", "--outage", "1s", "--timeout", "10s"]).run();
+    out.expect_code(2);
+    assert!(out.stderr_text().contains("--timeout"));
+}
+
+#[test]
 fn ten_thousand_clients_finish() {
     let out = retry([
         "--simulate",
