@@ -147,7 +147,12 @@ pub fn main<R: Rng, F: Fn() -> R>(config: &Config, sim: &SimOptions, seed: u64, 
         }
     };
     if let Some(path) = &sim.plot
-        && let Err(e) = super::plot::write(path, &heading(policy, sim, seed), &runs)
+        && let Err(e) = super::plot::write(
+            path,
+            &heading(policy, sim, seed),
+            &runs,
+            sim.model.recovery(),
+        )
     {
         Logger::stderr().error(&format!("cannot write --plot {}: {e}", path.display()));
         return exit::INTERNAL;

@@ -26,16 +26,26 @@ fn series(arrivals: &[Duration], end: Duration) -> Vec<(f64, u64)> {
         .collect()
 }
 
-/// Draw every run into one SVG at `path`.
-pub fn write(path: &Path, title: &str, runs: &[(Summary, Outcome)]) -> std::io::Result<()> {
-    let text = svg(title, runs)?;
+/// Draw every run into one SVG at `path`, with a mark where the server
+/// recovered, if it did.
+pub fn write(
+    path: &Path,
+    title: &str,
+    runs: &[(Summary, Outcome)],
+    recovery: Option<Duration>,
+) -> std::io::Result<()> {
+    let text = svg(title, runs, recovery)?;
     std::fs::write(path, text)
 }
 
 /// The picture of every run, as SVG text.
-pub fn svg(title: &str, runs: &[(Summary, Outcome)]) -> std::io::Result<String> {
+pub fn svg(
+    title: &str,
+    runs: &[(Summary, Outcome)],
+    recovery: Option<Duration>,
+) -> std::io::Result<String> {
     let mut text = String::new();
-    draw(&mut text, title, runs).map_err(|e| std::io::Error::other(e.to_string()))?;
+    draw(&mut text, title, runs, recovery).map_err(|e| std::io::Error::other(e.to_string()))?;
     Ok(text)
 }
 
@@ -43,6 +53,7 @@ fn draw<'a>(
     out: &'a mut String,
     title: &str,
     runs: &[(Summary, Outcome)],
+    recovery: Option<Duration>,
 ) -> Result<(), Box<dyn std::error::Error + 'a>> {
     let end = runs
         .iter()
@@ -72,6 +83,19 @@ fn draw<'a>(
         .x_desc("seconds since every client failed at once")
         .y_desc("requests per 100 ms")
         .draw()?;
+    if let Some(r) = recovery.filter(|r| *r <= end) {
+        let x = r.as_secs_f64();
+        let grey = BLACK.mix(0.45);
+        chart
+            .draw_series(DashedLineSeries::new(
+                vec![(x, 0), (x, top)],
+                6,
+                4,
+                grey.stroke_width(1),
+            ))?
+            .label("server recovers")
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], grey));
+    }
     for (i, (name, pts)) in lines.into_iter().enumerate() {
         let color = Palette99::pick(i).to_rgba();
         chart
