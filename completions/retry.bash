@@ -23,7 +23,7 @@ _retry() {
 
     case "${cmd}" in
         retry)
-            opts="-n -b -c -m -j -t -k -q -v -X -H -d -o -h -V --max --forever --backoff --base --cap --multiplier --jitter --jitter-max --max-time --timeout --reset-after --seed --retry-on --stop-on --success-on --no-retry-on-timeout --stop-signal --kill-after --foreground --replay-stdin --nested --quiet --verbose --log-format --log-file --http --method --header --data --connect-timeout --output --expect --retry-status --idempotency-key --retry-non-idempotent --simulate --outage --capacity --model --compare --format --plot --color --ci-annotations --dry-run --help --version"
+            opts="-n -b -c -m -j -t -k -q -v -X -H -d -o -h -V --max --forever --backoff --base --cap --multiplier --jitter --jitter-max --max-time --timeout --reset-after --seed --retry-on --stop-on --success-on --no-retry-on-timeout --stop-signal --kill-after --foreground --replay-stdin --nested --quiet --verbose --log-format --log-file --http --method --header --data --json --connect-timeout --retry-after-max --cacert --insecure --output --expect --retry-status --idempotency-key --retry-non-idempotent --simulate --outage --capacity --model --compare --format --plot --color --ci-annotations --dry-run --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -161,7 +161,19 @@ _retry() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --json)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retry-after-max)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cacert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -26,10 +26,13 @@ complete -c retry -l log-format -d 'Log line format [default: text]' -r -f -a "t
 json\t''"
 complete -c retry -l log-file -d 'Append the log to PATH instead of stderr' -r -F
 complete -c retry -l http -d 'Probe URL over HTTP(S) instead of running a command' -r
-complete -c retry -s X -l method -d 'Request method [default: GET, or POST with --data]' -r
-complete -c retry -s H -l header -d 'Request header \'Name: value\' (repeatable)' -r
-complete -c retry -s d -l data -d 'Request body: the string itself, or @FILE for a file\'s contents' -r
-complete -c retry -l connect-timeout -d 'Time limit for establishing each connection' -r
+complete -c retry -s X -l method -d 'Request method [default: GET, or POST with --data or --json]' -r
+complete -c retry -s H -l header -d 'Request header \'Name: value\', or @FILE of header lines (repeatable)' -r
+complete -c retry -s d -l data -d 'Form body: the string, or @FILE for a file\'s contents; repeatable, joined with \'&\'' -r
+complete -c retry -l json -d 'JSON request body: the string, or @FILE; sent with JSON Content-Type and Accept' -r
+complete -c retry -l connect-timeout -d 'Time limit for establishing each connection [default: 10s]' -r
+complete -c retry -l retry-after-max -d 'Longest Retry-After to wait for; a server asking more ends the run [default: 10m]' -r
+complete -c retry -l cacert -d 'Also trust the CA certificates in this PEM file' -r -F
 complete -c retry -s o -l output -d 'Write the accepted response\'s body to FILE instead of stdout' -r -F
 complete -c retry -l expect -d 'Statuses that count as success (e.g. 200,204 or 2xx) [default: 2xx]' -r
 complete -c retry -l retry-status -d 'Statuses worth retrying, replacing the default 408,429,500,502-504' -r
@@ -53,6 +56,7 @@ complete -c retry -l foreground -d 'Run COMMAND in retry\'s own process group (f
 complete -c retry -l replay-stdin -d 'Read stdin once and give every attempt the same bytes'
 complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the final give-up line, -qq nothing'
 complete -c retry -s v -l verbose -d 'More log lines: attempt starts and the command line'
+complete -c retry -l insecure -d 'Do not verify the server\'s certificate (warned about on every run)'
 complete -c retry -l retry-non-idempotent -d 'Retry POST and PATCH even without an idempotency key'
 complete -c retry -l compare -d 'Simulate every jitter kind under the same policy and show them side by side'
 complete -c retry -l dry-run -d 'Print the delay schedule this policy produces and run nothing'

@@ -60,10 +60,14 @@ module completions {
     --log-format: string@"nu-complete retry log_format" # Log line format [default: text]
     --log-file: path          # Append the log to PATH instead of stderr
     --http: string            # Probe URL over HTTP(S) instead of running a command
-    --method(-X): string      # Request method [default: GET, or POST with --data]
-    --header(-H): string      # Request header 'Name: value' (repeatable)
-    --data(-d): string        # Request body: the string itself, or @FILE for a file's contents
-    --connect-timeout: string # Time limit for establishing each connection
+    --method(-X): string      # Request method [default: GET, or POST with --data or --json]
+    --header(-H): string      # Request header 'Name: value', or @FILE of header lines (repeatable)
+    --data(-d): string        # Form body: the string, or @FILE for a file's contents; repeatable, joined with '&'
+    --json: string            # JSON request body: the string, or @FILE; sent with JSON Content-Type and Accept
+    --connect-timeout: string # Time limit for establishing each connection [default: 10s]
+    --retry-after-max: string # Longest Retry-After to wait for; a server asking more ends the run [default: 10m]
+    --cacert: path            # Also trust the CA certificates in this PEM file
+    --insecure                # Do not verify the server's certificate (warned about on every run)
     --output(-o): path        # Write the accepted response's body to FILE instead of stdout
     --expect: string          # Statuses that count as success (e.g. 200,204 or 2xx) [default: 2xx]
     --retry-status: string    # Statuses worth retrying, replacing the default 408,429,500,502-504

@@ -14,6 +14,13 @@ command -v groff >/dev/null || need+=(groff-base)
 command -v bash >/dev/null || need+=(bash)
 command -v prlimit >/dev/null || need+=(util-linux)
 command -v perl >/dev/null || need+=(perl-base)
+# HTTP mode's tests: certificates, peak memory, a DNS server that never
+# answers (in a private network namespace).
+command -v openssl >/dev/null || need+=(openssl)
+[ -x /usr/bin/time ] || need+=(time)
+command -v python3 >/dev/null || need+=(python3)
+command -v unshare >/dev/null || need+=(util-linux)
+command -v ip >/dev/null || need+=(iproute2)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
   $sudo apt-get update -qq

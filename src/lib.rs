@@ -12,9 +12,9 @@ pub mod classify;
 pub mod cli;
 pub mod exit;
 pub mod log;
+pub mod mask;
 pub mod policy;
 mod probe;
-pub mod redact;
 pub mod rng;
 pub mod run;
 pub mod schedule;
@@ -110,7 +110,11 @@ fn run_main() -> u8 {
 
     let depth = config.nesting.outer_depth.saturating_add(1);
     let process = config.process.clone();
-    let shown = command.clone();
+    // Only the log sees this copy: secrets in the arguments become ***.
+    let shown: Vec<std::ffi::OsString> = mask::command_line(&command)
+        .into_iter()
+        .map(Into::into)
+        .collect();
     match drive(&config, &mut log, &shown, seed, &mut rng, || {
         Ok(ProcessAttempt::new(command, process, depth, stdin))
     }) {
@@ -142,7 +146,7 @@ where
             log.error(&format!("cannot start: {e}"));
             exit::INTERNAL
         })?;
-    runtime.block_on(async {
+    let result = runtime.block_on(async {
         let mut signals = signals::Signals::install().map_err(|e| {
             log.error(&format!("cannot install signal handlers: {e}"));
             exit::INTERNAL
@@ -169,7 +173,11 @@ where
         )
         .await;
         Ok((finish, attempt))
-    })
+    });
+    // A DNS lookup that hangs holds a blocking thread the runtime would wait
+    // for on drop: leave it behind, so the decision is never held up.
+    runtime.shutdown_background();
+    result
 }
 
 /// The log as configured, or the exit status when `--log-file` cannot be

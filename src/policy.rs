@@ -17,7 +17,7 @@ mod duration;
 mod http;
 mod sim;
 use duration::{Dur, DurError};
-pub use http::{Data, HttpOptions, IdempotencyKey, parse_statuses};
+pub use http::{Body, Data, HttpOptions, IdempotencyKey, parse_header, parse_statuses};
 pub use sim::SimOptions;
 
 /// A usage error: printed as one line, exit status 2.

@@ -196,46 +196,17 @@ fn our_sections(cmd: &clap::Command) -> Roff {
     }
 
     section(&mut r, "EXIT STATUS");
-    for (code, meaning) in [
-        ("0", "Success."),
-        (
-            "the last attempt's code",
-            "Command mode, gave up (attempts or --max-time exhausted) or failed permanently: the exit code of the last attempt.",
-        ),
-        (
-            "124",
-            "The last attempt was stopped by --timeout or --max-time.",
-        ),
-        (
-            "126, 127",
-            "COMMAND could not be executed, or was not found. Never retried.",
-        ),
-        (
-            "128+N",
-            "The last attempt died of signal N, not sent by retry.",
-        ),
-        (
-            "129, 130, 131, 143",
-            "retry itself got SIGHUP, SIGINT, SIGQUIT or SIGTERM: it stopped the child (forwarding the signal), did not retry, and exits 128+N.",
-        ),
-        (
-            "2",
-            "Usage error: a bad flag, value or environment variable, reported on stderr (even with --log-file) in one line naming the flag or variable and the accepted form. Nothing is run or created.",
-        ),
-        (
-            "125",
-            "retry's own failure, such as a log file it cannot write.",
-        ),
-        (
-            "22",
-            "HTTP mode: the final status was not accepted (as curl --fail).",
-        ),
-        ("6", "HTTP mode: the host name could not be resolved."),
-        ("7", "HTTP mode: could not connect."),
-        ("28", "HTTP mode: timed out."),
-        ("35", "HTTP mode: TLS error."),
-    ] {
-        tagged(&mut r, bold(code), meaning);
+    // The one table of exit statuses, shared with --help and the README.
+    for row in retry_tool::exit::TABLE {
+        let mut meaning = row.meaning.to_string();
+        // A sentence, unless it opens with retry's own name.
+        if !meaning.starts_with("retry")
+            && let Some(first) = meaning.get_mut(..1)
+        {
+            first.make_ascii_uppercase();
+        }
+        meaning.push('.');
+        tagged(&mut r, bold(row.status), &meaning);
     }
 
     section(&mut r, "ENVIRONMENT");
@@ -270,6 +241,14 @@ fn our_sections(cmd: &clap::Command) -> Roff {
         (
             "GITHUB_ACTIONS",
             "When true, --ci-annotations auto writes a ::warning:: line for each failed attempt and an ::error:: line on giving up, which GitHub Actions shows as annotations.",
+        ),
+        (
+            "SSL_CERT_FILE, SSL_CERT_DIR",
+            "HTTP mode: when set, the CA certificates trusted for https:// are read from this PEM file or these directories (colon-separated) instead of the system's. --cacert adds to them.",
+        ),
+        (
+            "HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY",
+            "HTTP mode: the proxy to use, and hosts reached without one (also in lower case).",
         ),
     ] {
         tagged(&mut r, bold(name), meaning);

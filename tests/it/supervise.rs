@@ -412,3 +412,46 @@ fn a_child_inherited_before_exec_does_not_confuse_retry() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+#[test]
+fn secrets_in_the_command_line_never_reach_the_log() {
+    let secrets = ["hunter2", "s3cr3t-token", "abcsig", "pa55"];
+    let args = [
+        "-v",
+        "--max",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "exit 0",
+        "curl",
+        "-H",
+        "Authorization: Bearer hunter2",
+        "https://example.com/x?token=s3cr3t-token&sig=abcsig",
+        "-u",
+        "me:pa55",
+    ];
+    let dir = scratch();
+    let log = dir.path().join("log.jsonl");
+    for format in ["text", "json"] {
+        let mut all = vec!["--log-format", format];
+        let log_arg = path_str(&log);
+        if format == "json" {
+            all.extend(["--log-file", &log_arg]);
+        }
+        all.extend(args);
+        let out = retry(all).run();
+        out.expect_code(0);
+        let mut seen = out.stderr_text();
+        if format == "json" {
+            seen.push_str(&std::fs::read_to_string(&log).expect("log"));
+            assert!(seen.contains("\"start\""), "{seen}");
+        } else {
+            assert!(seen.contains("retry: running sh -c"), "{seen}");
+        }
+        assert!(seen.contains("***"), "{seen}");
+        for secret in secrets {
+            assert!(!seen.contains(secret), "{secret} leaked: {seen}");
+        }
+    }
+}
