@@ -37,14 +37,26 @@ fn slices(arrivals: &[Duration], end: Duration, cols: usize) -> (Vec<u64>, Durat
 }
 
 /// The chart of `arrivals` (sorted) over their own span.
-pub fn render(arrivals: &[Duration], width: usize, height: usize) -> String {
+pub fn render(
+    arrivals: &[Duration],
+    width: usize,
+    height: usize,
+    recovery: Option<Duration>,
+) -> String {
     let end = arrivals.last().copied().unwrap_or_default();
-    render_until(arrivals, end, width, height)
+    render_until(arrivals, end, width, height, recovery)
 }
 
 /// The chart of `arrivals` from 0 to `end`, `width` characters wide and
-/// `height` rows tall.
-pub fn render_until(arrivals: &[Duration], end: Duration, width: usize, height: usize) -> String {
+/// `height` rows tall, with a mark under the column where the server
+/// recovered, if it did within the span.
+pub fn render_until(
+    arrivals: &[Duration],
+    end: Duration,
+    width: usize,
+    height: usize,
+    recovery: Option<Duration>,
+) -> String {
     let cols = width.saturating_sub(LABEL).max(10);
     let (counts, slice) = slices(arrivals, end, cols);
     let top = counts.iter().copied().max().unwrap_or(0);
@@ -72,6 +84,22 @@ pub fn render_until(arrivals: &[Duration], end: Duration, width: usize, height: 
         let _ = writeln!(s, "{}", line.trim_end());
     }
     let _ = writeln!(s, "{:>6} +{}", 0, "-".repeat(cols));
+    if let Some(r) = recovery.filter(|r| *r <= end) {
+        let col = ((r.as_nanos() / slice.as_nanos()) as usize).min(cols - 1);
+        let text = "^ server recovers";
+        // The label goes left of the mark when it would not fit on the right.
+        if col + text.len() <= cols {
+            let _ = writeln!(s, "{:>8}{}{text}", "", " ".repeat(col));
+        } else {
+            let label = "server recovers ^";
+            let _ = writeln!(
+                s,
+                "{:>8}{}{label}",
+                "",
+                " ".repeat((col + 1).saturating_sub(label.len()))
+            );
+        }
+    }
     let first = "0s";
     let last = human(end);
     let gap = cols.saturating_sub(first.len() + last.len());
@@ -101,12 +129,16 @@ mod tests {
         let mut a = vec![ms(0); 100];
         a.extend(vec![ms(1000); 50]);
         a.extend(vec![ms(3000); 1]);
-        let c = render(&a, 60, 4);
+        let c = render(&a, 60, 4, Some(ms(1500)));
         assert!(c.lines().all(|l| l.chars().count() <= 60), "{c}");
         let bars: Vec<&str> = c.lines().take(4).collect();
         assert!(bars[0].starts_with("   100 |#"), "{c}");
         // The single late request still shows as one mark on the bottom row.
         assert!(bars[3].ends_with('#'), "{c}");
         assert_eq!(bars[0].matches('#').count(), 1);
+        // 52 columns over 3 s (each a nanosecond over 3 s / 52): 1.5 s falls
+        // just short of column 26, in column 25.
+        let mark = c.lines().nth(5).expect("mark line");
+        assert_eq!(mark.find('^'), Some(8 + 25), "{c}");
     }
 }

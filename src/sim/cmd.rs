@@ -140,10 +140,10 @@ pub fn main<R: Rng, F: Fn() -> R>(config: &Config, sim: &SimOptions, seed: u64, 
         let head = heading(policy, sim, seed);
         let width = super::chart::width();
         if sim.compare {
-            report::table(&head, &runs, width)
+            report::table(&head, &runs, width, sim.model.recovery())
         } else {
             let (s, o) = &runs[0];
-            report::text(&head, s, o, width)
+            report::text(&head, s, o, width, sim.model.recovery())
         }
     };
     if let Some(path) = &sim.plot

@@ -99,7 +99,13 @@ fn opt_n(v: Option<u64>) -> String {
 }
 
 /// The report of one run: figures, then the chart.
-pub fn text(heading: &str, s: &Summary, o: &Outcome, width: usize) -> String {
+pub fn text(
+    heading: &str,
+    s: &Summary,
+    o: &Outcome,
+    width: usize,
+    recovery: Option<Duration>,
+) -> String {
     let mut r = String::new();
     let _ = writeln!(r, "{heading}");
     let _ = writeln!(r, "requests:               {}", s.requests);
@@ -123,12 +129,17 @@ pub fn text(heading: &str, s: &Summary, o: &Outcome, width: usize) -> String {
     }
     let _ = writeln!(r);
     let _ = writeln!(r, "requests per time slice:");
-    r.push_str(&chart::render(&o.arrivals, width, 10));
+    r.push_str(&chart::render(&o.arrivals, width, 10, recovery));
     r
 }
 
 /// `--compare`: one row per jitter kind, then a small chart of each.
-pub fn table(heading: &str, runs: &[(Summary, Outcome)], width: usize) -> String {
+pub fn table(
+    heading: &str,
+    runs: &[(Summary, Outcome)],
+    width: usize,
+    recovery: Option<Duration>,
+) -> String {
     let mut r = String::new();
     let _ = writeln!(r, "{heading}");
     let _ = writeln!(
@@ -170,7 +181,7 @@ pub fn table(heading: &str, runs: &[(Summary, Outcome)], width: usize) -> String
     for (s, o) in runs {
         let _ = writeln!(r);
         let _ = writeln!(r, "{} jitter:", s.jitter);
-        r.push_str(&chart::render_until(&o.arrivals, end, width, 5));
+        r.push_str(&chart::render_until(&o.arrivals, end, width, 5, recovery));
     }
     r
 }
