@@ -154,10 +154,23 @@ fn lags(log: &Path) -> Vec<f64> {
     out
 }
 
+/// A loopback listener whose accept queue holds the whole herd. std's
+/// listener queues 128: a larger herd connecting in one instant overflows
+/// it, and the kernel's retransmission (a second or more later) would be
+/// measured as the clients' doing.
+fn listener(clients: usize) -> std::io::Result<TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into())?;
+    socket.listen(i32::try_from(clients.max(128) * 2).unwrap_or(i32::MAX))?;
+    Ok(socket.into())
+}
+
 /// Run one herd. Panics only on failures of the machinery itself.
 pub fn run(p: &Params) -> std::io::Result<Herd> {
     std::fs::create_dir_all(&p.logs)?;
-    let listener = TcpListener::bind("127.0.0.1:0")?;
+    let listener = listener(p.clients)?;
     let addr = listener.local_addr()?;
     let server = Arc::new(Server {
         state: Mutex::new(State::default()),
