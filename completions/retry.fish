@@ -44,6 +44,12 @@ complete -c retry -l model -d 'Another server model: occ (each client reads a ve
 complete -c retry -l format -d 'Report format of the simulation [default: text]' -r -f -a "text\t''
 json\t''"
 complete -c retry -l plot -d 'Also draw the requests over time as an SVG picture in FILE' -r -F
+complete -c retry -l group -d 'Share pace, budget and breaker with every invocation of the same group' -r
+complete -c retry -l state -d 'Where the group\'s state lives: a directory, or redis://, rediss://, unix:// [default: ~/.local/state/retry]' -r
+complete -c retry -l pace -d 'Start the group\'s retries at no more than RATE, e.g. 20/s or 600/m' -r
+complete -c retry -l pace-burst -d 'Retries of the group that may start at once under --pace [default: 1]' -r
+complete -c retry -l budget -d 'Stop retrying while the whole group fails: a shared retry budget [default: 100:0.1]' -r
+complete -c retry -l breaker -d 'After THRESHOLD failed runs in a row, refuse to run for COOLDOWN (exit 75) [default: 5:30s]' -r
 complete -c retry -l color -d 'Colour retry\'s own log prefix and outcome words [default: auto]' -r -f -a "auto\t'decide from the surroundings'
 always\t''
 never\t''"
@@ -59,6 +65,8 @@ complete -c retry -s v -l verbose -d 'More log lines: attempt starts and the com
 complete -c retry -l insecure -d 'Do not verify the server\'s certificate (warned about on every run)'
 complete -c retry -l retry-non-idempotent -d 'Retry POST and PATCH even without an idempotency key'
 complete -c retry -l compare -d 'Simulate every jitter kind under the same policy and show them side by side'
+complete -c retry -l state-required -d 'Exit 125 when the state store cannot be used, instead of running without it'
+complete -c retry -l state-show -d 'Print the group\'s pace schedule, budget count and breaker state, and exit'
 complete -c retry -l dry-run -d 'Print the delay schedule this policy produces and run nothing'
 complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retry -s V -l version -d 'Print version'

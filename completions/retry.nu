@@ -80,6 +80,14 @@ module completions {
     --compare                 # Simulate every jitter kind under the same policy and show them side by side
     --format: string@"nu-complete retry format" # Report format of the simulation [default: text]
     --plot: path              # Also draw the requests over time as an SVG picture in FILE
+    --group: string           # Share pace, budget and breaker with every invocation of the same group
+    --state: string           # Where the group's state lives: a directory, or redis://, rediss://, unix:// [default: ~/.local/state/retry]
+    --state-required          # Exit 125 when the state store cannot be used, instead of running without it
+    --state-show              # Print the group's pace schedule, budget count and breaker state, and exit
+    --pace: string            # Start the group's retries at no more than RATE, e.g. 20/s or 600/m
+    --pace-burst: string      # Retries of the group that may start at once under --pace [default: 1]
+    --budget: string          # Stop retrying while the whole group fails: a shared retry budget [default: 100:0.1]
+    --breaker: string         # After THRESHOLD failed runs in a row, refuse to run for COOLDOWN (exit 75) [default: 5:30s]
     --color: string@"nu-complete retry color" # Colour retry's own log prefix and outcome words [default: auto]
     --ci-annotations: string@"nu-complete retry ci_annotations" # GitHub Actions annotations for failed attempts and giving up [default: auto]
     --dry-run                 # Print the delay schedule this policy produces and run nothing

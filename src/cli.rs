@@ -11,8 +11,10 @@ use clap::{ArgAction, Parser, ValueEnum};
 
 mod http;
 mod sim;
+mod state;
 pub use http::HttpArgs;
 pub use sim::{FormatArg, ModelArg, SimArgs};
+pub use state::StateArgs;
 
 /// What `-h` prints after the options: where the rest is.
 const AFTER_HELP: &str = "\
@@ -274,6 +276,9 @@ pub struct Cli {
 
     #[command(flatten)]
     pub sim: SimArgs,
+
+    #[command(flatten)]
+    pub state: StateArgs,
 
     /// Colour retry's own log prefix and outcome words [default: auto]
     ///

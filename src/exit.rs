@@ -16,6 +16,8 @@ pub const INTERNAL: u8 = 125;
 pub const TIMED_OUT: u8 = 124;
 pub const NOT_EXECUTABLE: u8 = 126;
 pub const NOT_FOUND: u8 = 127;
+/// The group's circuit breaker is open: COMMAND was not run (EX_TEMPFAIL).
+pub const REFUSED: u8 = 75;
 
 // HTTP mode speaks curl's numbers, so scripts moving from `curl --fail` keep
 // their branches.
@@ -76,7 +78,11 @@ pub const TABLE: &[Row] = &[
     ),
     row(
         "125",
-        "retry's own failure (e.g. it cannot open its log file)",
+        "retry's own failure (e.g. it cannot open its log file, or the shared-state store cannot be used with --state-required)",
+    ),
+    row(
+        "75",
+        "the group's circuit breaker is open (--breaker): COMMAND was not run",
     ),
     row("6", "HTTP mode: the host name did not resolve"),
     row(
@@ -248,6 +254,7 @@ mod tests {
             TIMED_OUT,
             NOT_EXECUTABLE,
             NOT_FOUND,
+            REFUSED,
             HTTP_NOT_ACCEPTED,
             HTTP_DNS,
             HTTP_CONNECT,

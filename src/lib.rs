@@ -21,6 +21,7 @@ pub mod schedule;
 pub mod signals;
 pub mod signame;
 pub mod sim;
+pub mod state;
 pub mod wait;
 
 use std::io::Write;
@@ -70,6 +71,9 @@ fn run_main() -> u8 {
             return exit::USAGE;
         }
     };
+    if config.state.show {
+        return show_state(&config);
+    }
     let seed = config.policy.seed.unwrap_or_else(os_seed);
     let mut rng = rng::seeded(seed);
 
@@ -163,6 +167,15 @@ where
             max: config.policy.max_attempts,
             seed,
         });
+        let deadline = config
+            .policy
+            .max_time
+            .and_then(|d| Instant::now().checked_add(d));
+        let shared = config.state.shared.clone();
+        let mut state = match state::Session::open(shared, log, &mut signals, deadline).await {
+            Ok(s) => s,
+            Err(stop) => return Err(state_stopped(stop, log)),
+        };
         let finish = run::run(
             &config.policy,
             &mut attempt,
@@ -170,14 +183,74 @@ where
             rng,
             &mut signals,
             log,
+            &mut state,
         )
         .await;
+        // The breaker hears how the run ended, unless a signal ended it. A
+        // store too slow to hear it in time leaves the run's status as it is.
+        if finish.end != log::End::Interrupted {
+            let ok = finish.exit_code == exit::SUCCESS;
+            match state.finish(ok, log, &mut signals).await {
+                Ok(()) | Err(state::Stop::Deadline) => {}
+                Err(stop) => return Err(state_stopped(stop, log)),
+            }
+        }
         Ok((finish, attempt))
     });
     // A DNS lookup that hangs holds a blocking thread the runtime would wait
     // for on drop: leave it behind, so the decision is never held up.
     runtime.shutdown_background();
     result
+}
+
+/// Shared state ended the run before it began, or after it ended.
+fn state_stopped(stop: state::Stop, log: &mut Logger) -> u8 {
+    match stop {
+        state::Stop::Interrupted(sig) => exit::from_signal(sig as i32),
+        state::Stop::Refused(why) | state::Stop::Failed(why) => {
+            log.error(&why);
+            exit::INTERNAL
+        }
+        state::Stop::Deadline => {
+            log.error("--max-time ran out while asking the shared state store");
+            exit::TIMED_OUT
+        }
+    }
+}
+
+/// `--state-show`: the group's state on stdout.
+fn show_state(config: &Config) -> u8 {
+    let Some(features) = &config.state.shared else {
+        return exit::USAGE;
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            Logger::stderr().error(&format!("cannot start: {e}"));
+            return exit::INTERNAL;
+        }
+    };
+    let shown = runtime.block_on(async {
+        tokio::time::timeout(state::CALL_LIMIT, state::show(features))
+            .await
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the state store did not answer in time")))
+    });
+    match shown {
+        Ok(text) => {
+            let mut out = std::io::stdout().lock();
+            match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                Ok(()) => exit::SUCCESS,
+                Err(_) => exit::INTERNAL,
+            }
+        }
+        Err(e) => {
+            Logger::stderr().error(&format!("{e:#}"));
+            exit::INTERNAL
+        }
+    }
 }
 
 /// The log as configured, or the exit status when `--log-file` cannot be

@@ -16,9 +16,11 @@ use crate::cli::{BackoffArg, Cli, JitterArg, LogFormatArg, NestedArg, WhenArg};
 mod duration;
 mod http;
 mod sim;
+mod state;
 use duration::{Dur, DurError};
 pub use http::{Body, Data, HttpOptions, IdempotencyKey, parse_header, parse_statuses};
 pub use sim::SimOptions;
+pub use state::StateOptions;
 
 /// A usage error: printed as one line, exit status 2.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,6 +163,8 @@ pub struct Config {
     pub nesting: Nesting,
     /// Inside another retry, with the default `--nested multiply`: warn once.
     pub warn_nested: bool,
+    /// Pace, budget and breaker shared by a group of invocations.
+    pub state: StateOptions,
 }
 
 impl Config {
@@ -361,6 +365,7 @@ impl Config {
             max_attempts = Some(1);
         }
 
+        let state = state::from_args(cli.state)?;
         let http = http::from_args(cli.http)?;
         if http.is_some() {
             if !cli.command.is_empty() {
@@ -406,6 +411,7 @@ impl Config {
                 ("COMMAND", !cli.command.is_empty()),
                 ("--http", http_request.is_some()),
                 ("--dry-run", cli.dry_run),
+                ("--state-show", state.show),
                 // RETRY_TIMEOUT set for the user's real runs does not
                 // stand in the way of a simulation; --timeout given does.
                 (
@@ -427,6 +433,12 @@ impl Config {
                 }
             }
         }
+        if state.show && (cli.dry_run || http_request.is_some() || !cli.command.is_empty()) {
+            return Err(UsageError(
+                "--state-show only prints the group's state: give it no COMMAND, --http or --dry-run"
+                    .to_string(),
+            ));
+        }
         let mode = if let Some(sim) = sim {
             Mode::Simulate { sim }
         } else if cli.dry_run {
@@ -440,7 +452,7 @@ impl Config {
             Mode::Http {
                 request: Box::new(request),
             }
-        } else if cli.command.is_empty() {
+        } else if cli.command.is_empty() && !state.show {
             return Err(UsageError(
                 "missing COMMAND: usage is 'retry [OPTIONS] -- COMMAND [ARG]...', 'retry [OPTIONS] --http URL' or 'retry [OPTIONS] --dry-run'"
                     .to_string(),
@@ -502,6 +514,7 @@ impl Config {
             },
             nesting,
             warn_nested: nested && !nested_single,
+            state,
         })
     }
 }

@@ -13,9 +13,10 @@ use crate::attempt::{Attempt, Context};
 use crate::backoff::Backoff;
 use crate::classify::{Limit, Status, Verdict, classify, explain};
 use crate::exit;
-use crate::log::{Countdown, End, Event, Logger, Wait, of_max};
+use crate::log::{Countdown, End, Event, Logger, Wait, human, of_max};
 use crate::policy::Policy;
 use crate::signals::Signals;
+use crate::state::{Gate, Next, Session, Stop};
 use crate::wait::{self, Decision};
 
 /// Where the loop reports what happens: the log in real runs, a recorder in
@@ -76,6 +77,7 @@ pub async fn run<A, C, R, S>(
     rng: &mut R,
     signals: &mut Signals,
     log: &mut S,
+    state: &mut Session,
 ) -> Finish
 where
     A: Attempt,
@@ -89,6 +91,13 @@ where
     let mut backoff = Backoff::new(policy.delay);
     let mut previous_exit = None;
     let mut number = 0u32;
+
+    // Hook 1: the group's circuit breaker may refuse the whole run.
+    match state.admit(log, signals, deadline).await {
+        Ok(Gate::Run) => {}
+        Ok(Gate::Refused(why)) => return stopped(Stop::Refused(why), 0, max, log),
+        Err(stop) => return stopped(stop, 0, max, log),
+    }
 
     loop {
         // A signal that landed as the last wait ended must not start another attempt.
@@ -150,6 +159,18 @@ where
                 next,
             });
         };
+        // Hook 2: the outcome counts against (or refills) the group's budget.
+        match state
+            .record(verdict == Verdict::Success, log, signals, deadline)
+            .await
+        {
+            Ok(()) => {}
+            Err(Stop::Deadline) => {
+                report(log, None);
+                return finish(End::Deadline, STORE_DEADLINE, log, status);
+            }
+            Err(stop) => return stopped(stop, number, max, log),
+        }
 
         match verdict {
             Verdict::Success => {
@@ -191,12 +212,59 @@ where
         }
         let step = backoff.next(rng);
         let now = clock.now();
-        let (wake, delay, wait) = match wait::decide(wait::Input {
+        let retry_after = status.retry_after();
+        let own = wait::Input {
             step,
-            retry_after: status.retry_after(),
+            retry_after,
             now,
             deadline,
             pace_slot: None,
+        };
+        let delay = match wait::decide(own) {
+            Decision::Sleep { delay, .. } => delay,
+            Decision::GiveUp(why) => {
+                report(log, None);
+                return finish(End::Deadline, &why.reason(), log, status);
+            }
+        };
+        // Hook 3: the group's budget must allow the retry, and its pace may
+        // push the start to a later slot (never past --max-time).
+        let slot = match state.plan(delay, log, signals, deadline).await {
+            // The group's slot, when pacing pushes the start past the
+            // retry's own backoff.
+            Ok(Next::Go { wait, paced }) => (!paced.is_zero())
+                .then(|| clock.now().checked_add(wait))
+                .flatten(),
+            Ok(Next::BudgetSpent { tokens, max: of }) => {
+                report(log, None);
+                let reason = format!(
+                    "the group's retry budget is spent ({tokens} of {of} tokens; retries need more than {})",
+                    of / 2.0
+                );
+                return finish(End::Refused, &reason, log, status);
+            }
+            Ok(Next::PastDeadline { wait }) => {
+                report(log, None);
+                let reason = format!(
+                    "the group's next pace slot is after --max-time ({} from now, {} left)",
+                    human(wait),
+                    human(deadline.map_or(Duration::ZERO, |d| d.saturating_duration_since(now)))
+                );
+                return finish(End::Deadline, &reason, log, status);
+            }
+            Err(Stop::Deadline) => {
+                report(log, None);
+                return finish(End::Deadline, STORE_DEADLINE, log, status);
+            }
+            Err(stop) => return stopped(stop, number, max, log),
+        };
+        // The wait itself, the pace slot included, from the one place that
+        // decides waits.
+        let now = clock.now();
+        let (wake, delay, wait) = match wait::decide(wait::Input {
+            now,
+            pace_slot: slot,
+            ..own
         }) {
             Decision::Sleep { until, delay, wait } => (until, delay, wait),
             Decision::GiveUp(why) => {
@@ -207,9 +275,10 @@ where
         report(
             log,
             Some(Wait {
-                delay,
+                delay: wait,
                 ceiling: step.ceiling,
                 jitter: policy.delay.jitter.name(),
+                paced: wait.saturating_sub(delay),
             }),
         );
         if let Some(sig) = signals.interrupted() {
@@ -226,6 +295,40 @@ where
         if let Some(sig) = interrupt {
             return interrupted_in_wait(sig as i32, number, max, log);
         }
+    }
+}
+
+const STORE_DEADLINE: &str = "--max-time ran out while asking the shared state store";
+
+/// The run ends on shared state's word: a refusal, an interrupt or the
+/// deadline while the store was asked, or a required store that failed.
+fn stopped<S: Sink>(stop: Stop, attempts: u32, max: Option<u32>, log: &mut S) -> Finish {
+    let (end, status, reason) = match stop {
+        Stop::Interrupted(sig) => return interrupted_in_wait(sig as i32, attempts, max, log),
+        Stop::Refused(why) => (End::Refused, Status::Exited(exit::REFUSED.into()), why),
+        Stop::Deadline => (
+            End::Deadline,
+            Status::TimedOut {
+                limit: Limit::Deadline,
+                after: Duration::ZERO,
+            },
+            STORE_DEADLINE.to_string(),
+        ),
+        Stop::Failed(why) => (End::Permanent, Status::Exited(exit::INTERNAL.into()), why),
+    };
+    let exit_code = exit::code(&status, Verdict::Permanent);
+    log.emit(&Event::Done {
+        end,
+        attempts,
+        max,
+        exit_code,
+        reason: &reason,
+    });
+    Finish {
+        status,
+        end,
+        attempts,
+        exit_code,
     }
 }
 
@@ -378,6 +481,7 @@ mod tests {
             &mut rng,
             signals,
             sink,
+            &mut crate::state::Session::none(),
         ));
         let sleeps = clock.sleeps.borrow().clone();
         (finish, sleeps, attempt.seen)

@@ -243,8 +243,12 @@ fn our_sections(cmd: &clap::Command) -> Roff {
             "When true, --ci-annotations auto writes a ::warning:: line for each failed attempt and an ::error:: line on giving up, which GitHub Actions shows as annotations.",
         ),
         (
+            "XDG_STATE_HOME, HOME",
+            "Where shared state lives without --state: $XDG_STATE_HOME/retry, else ~/.local/state/retry.",
+        ),
+        (
             "SSL_CERT_FILE, SSL_CERT_DIR",
-            "HTTP mode: when set, the CA certificates trusted for https:// are read from this PEM file or these directories (colon-separated) instead of the system's. --cacert adds to them.",
+            "When set, the CA certificates trusted for https:// in HTTP mode and for a rediss:// state store are read from this PEM file or these directories (colon-separated) instead of the system's. --cacert adds to them for https://.",
         ),
         (
             "HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY",
@@ -300,6 +304,14 @@ fn our_sections(cmd: &clap::Command) -> Roff {
         &[
             "retry --max-time 5m --cap 15s --http http://localhost:8080/healthz",
             "retry --max-time 5m -- curl -fsS http://localhost:8080/healthz",
+        ],
+    );
+    example(
+        &mut r,
+        "Jobs that cron starts every minute on one host share a retry budget and a circuit breaker; a fleet shares them, and a pace for its retries, through Redis:",
+        &[
+            "* * * * * retry --group db-jobs --budget 20 --breaker 3:5m --max-time 50s -q -- /usr/local/bin/sync",
+            "RETRY_GROUP=registry RETRY_STATE=rediss://redis.internal:6380/0 retry --pace 50/s --budget --breaker -- docker pull app",
         ],
     );
     example(

@@ -247,6 +247,7 @@ where
                         delay,
                         ceiling: step.ceiling,
                         jitter: policy.delay.jitter.name(),
+                        paced: Duration::ZERO,
                     }),
                 );
                 client.began = until;

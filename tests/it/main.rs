@@ -6,6 +6,7 @@ mod process;
 mod pty;
 mod ship;
 mod sim;
+mod state;
 mod supervise;
 mod terminal;
 mod util;
