@@ -165,6 +165,7 @@ where
         log.emit(&Event::Start {
             command: shown,
             max: config.policy.max_attempts,
+            max_time: config.policy.max_time,
             seed,
         });
         let deadline = config
