@@ -16,6 +16,14 @@ module completions {
     [ "text" "json" ]
   }
 
+  def "nu-complete retry model" [] {
+    [ "occ" ]
+  }
+
+  def "nu-complete retry format" [] {
+    [ "text" "json" ]
+  }
+
   def "nu-complete retry color" [] {
     [ "auto" "always" "never" ]
   }
@@ -67,6 +75,13 @@ module completions {
     --retry-status: string    # Statuses worth retrying, replacing the default 408,429,500,502-504
     --idempotency-key: string # Send this Idempotency-Key on every attempt ('auto': a random UUID), so POST and PATCH may be retried
     --retry-non-idempotent    # Retry POST and PATCH even without an idempotency key
+    --simulate: string        # Simulate N clients that all fail at once under this policy, in virtual time, and report
+    --outage: string          # The simulated server fails every request until DUR has passed
+    --capacity: string        # The simulated server admits RATE requests a second (burst: 100ms worth), rejecting the rest
+    --model: string@"nu-complete retry model" # Another server model: occ (each client reads a version, then writes it back; a write fails if another came in between)
+    --compare                 # Simulate every jitter kind under the same policy and show them side by side
+    --format: string@"nu-complete retry format" # Report format of the simulation [default: text]
+    --plot: path              # Also draw the requests over time as an SVG picture in FILE
     --group: string           # Share pace, budget and breaker with every invocation of the same group
     --state: string           # Where the group's state lives: a directory, or redis://, rediss://, unix:// [default: ~/.local/state/retry]
     --state-required          # Exit 125 when the state store cannot be used, instead of running without it

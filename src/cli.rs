@@ -10,8 +10,10 @@ use std::path::PathBuf;
 use clap::{ArgAction, Parser, ValueEnum};
 
 mod http;
+mod sim;
 mod state;
 pub use http::HttpArgs;
+pub use sim::{FormatArg, ModelArg, SimArgs};
 pub use state::StateArgs;
 
 /// What `-h` prints after the options: where the rest is.
@@ -62,7 +64,7 @@ Environment:
     // Wide enough for the option table, narrow enough to read; help on a
     // smaller terminal still wraps to fit.
     max_term_width = 100,
-    override_usage = "retry [OPTIONS] -- COMMAND [ARG]...\n       retry [OPTIONS] --http URL\n       retry [OPTIONS] --dry-run"
+    override_usage = "retry [OPTIONS] -- COMMAND [ARG]...\n       retry [OPTIONS] --http URL\n       retry [OPTIONS] --dry-run\n       retry [OPTIONS] --simulate N (--outage DUR | --capacity RATE/s | --model occ)"
 )]
 pub struct Cli {
     /// Attempts in total, the first included, N >= 1 [default: 5; none with --max-time alone]
@@ -295,6 +297,9 @@ pub struct Cli {
 
     #[command(flatten)]
     pub http: HttpArgs,
+
+    #[command(flatten)]
+    pub sim: SimArgs,
 
     #[command(flatten)]
     pub state: StateArgs,

@@ -20,7 +20,9 @@ pub mod run;
 pub mod schedule;
 pub mod signals;
 pub mod signame;
+pub mod sim;
 pub mod state;
+pub mod wait;
 
 use std::io::Write;
 use std::time::Instant;
@@ -84,6 +86,9 @@ fn run_main() -> u8 {
                 Ok(()) => exit::SUCCESS,
                 Err(_) => exit::INTERNAL,
             };
+        }
+        Mode::Simulate { sim } => {
+            return sim::cmd::main(&config, sim, seed, || rng::seeded(seed));
         }
         Mode::Run { command } => command.clone(),
         Mode::Http { request } => return probe::main(&config, request, started, seed, &mut rng),
@@ -160,6 +165,7 @@ where
         log.emit(&Event::Start {
             command: shown,
             max: config.policy.max_attempts,
+            max_time: config.policy.max_time,
             seed,
         });
         let deadline = config

@@ -16,9 +16,11 @@ use crate::cli::{BackoffArg, Cli, JitterArg, LogFormatArg, NestedArg, WhenArg};
 
 mod duration;
 mod http;
+mod sim;
 mod state;
 use duration::{Dur, DurError};
 pub use http::{Body, Data, HttpOptions, IdempotencyKey, parse_header, parse_statuses};
+pub use sim::SimOptions;
 pub use state::StateOptions;
 
 /// A usage error: printed as one line, exit status 2.
@@ -57,6 +59,8 @@ pub enum Mode {
     Http { request: Box<HttpOptions> },
     /// Print the schedule; COMMAND (or the HTTP request), if given, is only shown.
     DryRun { command: Vec<OsString> },
+    /// Simulate N clients against a model server and report.
+    Simulate { sim: SimOptions },
 }
 
 /// The retry loop's policy.
@@ -246,7 +250,8 @@ impl Config {
                 max: jitter_max.unwrap_or(Duration::from_secs(1)),
             },
         };
-        if jitter_max.is_some() && !matches!(jitter, Jitter::Additive { .. }) {
+        // --compare runs additive jitter too, so --jitter-max has an effect there.
+        if jitter_max.is_some() && !matches!(jitter, Jitter::Additive { .. }) && !cli.sim.compare {
             return Err(UsageError(format!(
                 "--jitter-max has no effect with {jitter_name} {}: it sets the random part of --jitter additive",
                 jitter.name()
@@ -416,13 +421,46 @@ impl Config {
             None => (None, crate::classify::HttpRules::default()),
         };
 
+        let sim = sim::from_args(cli.sim)?.map(|mut s| {
+            s.additive_max = jitter_max.unwrap_or(Duration::from_secs(1));
+            s
+        });
+        if sim.is_some() {
+            for (flag, given) in [
+                ("COMMAND", !cli.command.is_empty()),
+                ("--http", http_request.is_some()),
+                ("--dry-run", cli.dry_run),
+                ("--state-show", state.show),
+                // RETRY_TIMEOUT set for the user's real runs does not
+                // stand in the way of a simulation; --timeout given does.
+                (
+                    "--timeout",
+                    cli.timeout.is_some() && !cli.from_env.iter().any(|(id, _)| id == "timeout"),
+                ),
+                ("--retry-on", cli.retry_on.is_some()),
+                ("--stop-on", cli.stop_on.is_some()),
+                ("--success-on", cli.success_on.is_some()),
+                ("--stop-signal", cli.stop_signal.is_some()),
+                ("--kill-after", cli.kill_after.is_some()),
+                ("--foreground", cli.foreground),
+                ("--replay-stdin", cli.replay_stdin),
+            ] {
+                if given {
+                    return Err(UsageError(format!(
+                        "--simulate runs nothing real: it cannot be combined with {flag}"
+                    )));
+                }
+            }
+        }
         if state.show && (cli.dry_run || http_request.is_some() || !cli.command.is_empty()) {
             return Err(UsageError(
                 "--state-show only prints the group's state: give it no COMMAND, --http or --dry-run"
                     .to_string(),
             ));
         }
-        let mode = if cli.dry_run {
+        let mode = if let Some(sim) = sim {
+            Mode::Simulate { sim }
+        } else if cli.dry_run {
             Mode::DryRun {
                 command: match &http_request {
                     Some(request) => request.display_words(),

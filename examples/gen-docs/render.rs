@@ -33,7 +33,46 @@ pub fn files() -> Vec<(String, Vec<u8>)> {
     }
     out.push(completion(clap_complete_nushell::Nushell, name));
     out.push(("man/retry.1".to_string(), man_page()));
+    out.push((STORM.0.to_string(), storm()));
     out
+}
+
+/// The README's chart: where it lives and the `retry` flags that draw it
+/// (the same as `retry ARGS --plot PATH`).
+pub const STORM: (&str, &[&str]) = (
+    "docs/storm.svg",
+    &[
+        "--simulate",
+        "1000",
+        "--outage",
+        "5s",
+        "--base",
+        "100ms",
+        "--cap",
+        "10s",
+        "--max",
+        "30",
+        "--compare",
+        "--seed",
+        "1",
+    ],
+);
+
+/// The README's chart, drawn by the same code as `--plot`.
+fn storm() -> Vec<u8> {
+    use clap::Parser;
+    let cli = Cli::parse_from(std::iter::once("retry").chain(STORM.1.iter().copied()));
+    let config = retry_tool::policy::Config::from_cli(cli, Default::default())
+        .expect("the chart's flags are valid");
+    let retry_tool::policy::Mode::Simulate { sim } = &config.mode else {
+        panic!("the chart's flags ask for a simulation");
+    };
+    let seed = config.policy.seed.expect("the chart's flags give a seed");
+    let runs = retry_tool::sim::cmd::runs(&config.policy, sim, || retry_tool::rng::seeded(seed));
+    let title = retry_tool::sim::cmd::heading(&config.policy, sim, seed);
+    retry_tool::sim::plot::svg(&title, &runs, sim.model.recovery())
+        .expect("drawing to memory cannot fail")
+        .into_bytes()
 }
 
 fn completion(shell: impl Generator, name: &str) -> (String, Vec<u8>) {

@@ -56,6 +56,8 @@ pub enum Event<'a> {
     Start {
         command: &'a [OsString],
         max: Option<u32>,
+        /// `--max-time`, when given.
+        max_time: Option<Duration>,
         seed: u64,
     },
     /// An attempt begins (only with -v).

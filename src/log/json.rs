@@ -35,6 +35,8 @@ enum Body<'a> {
         command: Vec<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
         max: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        max_time_ms: Option<f64>,
         seed: u64,
     },
     AttemptStart {
@@ -127,12 +129,18 @@ pub fn outcome(status: &Status, verdict: Verdict) -> &'static str {
 
 fn bodies<'a>(event: &'a Event<'a>) -> Vec<Body<'a>> {
     match event {
-        Event::Start { command, max, seed } => vec![Body::Start {
+        Event::Start {
+            command,
+            max,
+            max_time,
+            seed,
+        } => vec![Body::Start {
             command: command
                 .iter()
                 .map(|w| w.to_string_lossy().into_owned())
                 .collect(),
             max: *max,
+            max_time_ms: max_time.map(millis),
             seed: *seed,
         }],
         Event::AttemptStart { attempt, max } => vec![Body::AttemptStart {

@@ -47,15 +47,24 @@ fn paced(d: Duration) -> String {
 /// since retry started.
 pub fn line(event: &Event<'_>, elapsed: Duration) -> String {
     match event {
-        Event::Start { command, max, seed } => format!(
-            "retry: running {} ({}, seed {seed})",
-            shell_line(command),
-            match max {
-                Some(1) => "1 attempt".to_string(),
-                Some(m) => format!("up to {m} attempts"),
-                None => "until it succeeds".to_string(),
-            }
-        ),
+        Event::Start {
+            command,
+            max,
+            max_time,
+            seed,
+        } => {
+            let limit = match (max, max_time) {
+                (Some(1), _) => "1 attempt".to_string(),
+                (Some(m), None) => format!("up to {m} attempts"),
+                (Some(m), Some(t)) => format!("up to {m} attempts within {}", human(*t)),
+                (None, Some(t)) => format!("until it succeeds, for up to {}", human(*t)),
+                (None, None) => "until it succeeds".to_string(),
+            };
+            format!(
+                "retry: running {} ({limit}, seed {seed})",
+                shell_line(command)
+            )
+        }
         Event::AttemptStart { attempt, max } => {
             format!("retry: attempt {} starting", of_max(*attempt, *max))
         }

@@ -11,7 +11,8 @@ use nix::sys::signal::Signal;
 
 use super::rules::{Admit, Breaker, Budget, Micros, Op, Pace, Plan, Reply};
 use super::{AnyStore, Store, StoreAt};
-use crate::log::{Event, Logger, human};
+use crate::log::{Event, human};
+use crate::run::Sink;
 use crate::signals::Signals;
 
 /// The longest one state operation may take, whatever the store.
@@ -98,7 +99,7 @@ impl Session {
     /// reported (or ends the run) before anything runs.
     pub async fn open(
         features: Option<Features>,
-        log: &mut Logger,
+        log: &mut impl Sink,
         signals: &mut Signals,
         deadline: Option<Instant>,
     ) -> Result<Session, Stop> {
@@ -133,7 +134,7 @@ impl Session {
 
     /// A store failure: end the run if the store is required, else warn once
     /// and go on without it.
-    fn failed(&mut self, log: &mut Logger, e: &anyhow::Error) -> Result<(), Stop> {
+    fn failed(&mut self, log: &mut impl Sink, e: &anyhow::Error) -> Result<(), Stop> {
         self.store = None;
         let Some(f) = &self.features else {
             return Ok(());
@@ -151,7 +152,7 @@ impl Session {
     async fn call(
         &mut self,
         op: Op,
-        log: &mut Logger,
+        log: &mut impl Sink,
         signals: &mut Signals,
         deadline: Option<Instant>,
     ) -> Result<Option<Reply>, Stop> {
@@ -174,7 +175,7 @@ impl Session {
     /// Before the first attempt: may this invocation run?
     pub async fn admit(
         &mut self,
-        log: &mut Logger,
+        log: &mut impl Sink,
         signals: &mut Signals,
         deadline: Option<Instant>,
     ) -> Result<Gate, Stop> {
@@ -225,7 +226,7 @@ impl Session {
     pub async fn record(
         &mut self,
         success: bool,
-        log: &mut Logger,
+        log: &mut impl Sink,
         signals: &mut Signals,
         deadline: Option<Instant>,
     ) -> Result<(), Stop> {
@@ -241,7 +242,7 @@ impl Session {
     pub async fn plan(
         &mut self,
         delay: Duration,
-        log: &mut Logger,
+        log: &mut impl Sink,
         signals: &mut Signals,
         deadline: Option<Instant>,
     ) -> Result<Next, Stop> {
@@ -285,7 +286,7 @@ impl Session {
     pub async fn finish(
         &mut self,
         success: bool,
-        log: &mut Logger,
+        log: &mut impl Sink,
         signals: &mut Signals,
     ) -> Result<(), Stop> {
         let Some(breaker) = self.features.as_ref().and_then(|f| f.breaker) else {
@@ -425,7 +426,7 @@ mod tests {
             .enable_all()
             .build()
             .expect("runtime");
-        let mut log = Logger::stderr();
+        let mut log = crate::log::Logger::stderr();
         let mut signals = Signals::none();
         let mut s = Session::none();
         rt.block_on(async {

@@ -7,6 +7,7 @@ mod output;
 mod process;
 mod pty;
 mod ship;
+mod sim;
 mod state;
 mod supervise;
 mod terminal;
