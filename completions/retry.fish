@@ -14,6 +14,7 @@ complete -c retry -l jitter-max -d 'Largest random addition for --jitter additiv
 complete -c retry -l max-time -d 'Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit (0 or inf: none)' -r
 complete -c retry -s t -l timeout -d 'Per-attempt time limit; the attempt\'s process group is then stopped (0 or inf: none)' -r
 complete -c retry -l reset-after -d 'An attempt that ran at least DUR before failing resets the backoff' -r
+complete -c retry -l stagger -d 'Wait a random time from 0 to DUR before the first attempt, so that a fleet started at the same moment (one cron minute) does not start in step' -r
 complete -c retry -l seed -d 'Seed for the jitter RNG, 0 to 2^53-1: the same schedule on every platform and version [default: from the OS]' -r
 complete -c retry -l retry-on -d 'Only these exit codes are retryable (e.g. 1,75,100-110)' -r
 complete -c retry -l stop-on -d 'These exit codes are permanent failures: stop at once' -r
@@ -59,6 +60,7 @@ complete -c retry -l ci-annotations -d 'GitHub Actions annotations for failed at
 always\t''
 never\t''"
 complete -c retry -l forever -d 'No attempt limit (still bounded by --max-time)'
+complete -c retry -l restart-on-success -d 'Start COMMAND again after a success too, as a service supervisor does; a quick exit still backs off, one up for --reset-after starts from the first step'
 complete -c retry -l no-retry-on-timeout -d 'A timed-out attempt is a permanent failure (with a COMMAND: needs --timeout)'
 complete -c retry -l foreground -d 'Run COMMAND in retry\'s own process group (for programs that read the terminal)'
 complete -c retry -l replay-stdin -d 'Read stdin once and give every attempt the same bytes'

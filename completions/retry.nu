@@ -45,6 +45,8 @@ module completions {
     --max-time: string        # Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit (0 or inf: none)
     --timeout(-t): string     # Per-attempt time limit; the attempt's process group is then stopped (0 or inf: none)
     --reset-after: string     # An attempt that ran at least DUR before failing resets the backoff
+    --restart-on-success      # Start COMMAND again after a success too, as a service supervisor does; a quick exit still backs off, one up for --reset-after starts from the first step
+    --stagger: string         # Wait a random time from 0 to DUR before the first attempt, so that a fleet started at the same moment (one cron minute) does not start in step
     --seed: string            # Seed for the jitter RNG, 0 to 2^53-1: the same schedule on every platform and version [default: from the OS]
     --retry-on: string        # Only these exit codes are retryable (e.g. 1,75,100-110)
     --stop-on: string         # These exit codes are permanent failures: stop at once

@@ -182,6 +182,21 @@ pub struct Cli {
     )]
     pub reset_after: Option<String>,
 
+    /// Start COMMAND again after a success too, as a service supervisor does; a quick exit
+    /// still backs off, one up for --reset-after starts from the first step
+    #[arg(long, help_heading = "Policy")]
+    pub restart_on_success: bool,
+
+    /// Wait a random time from 0 to DUR before the first attempt, so that a fleet started
+    /// at the same moment (one cron minute) does not start in step
+    #[arg(
+        long,
+        value_name = "DUR",
+        allow_hyphen_values = true,
+        help_heading = "Policy"
+    )]
+    pub stagger: Option<String>,
+
     /// Seed for the jitter RNG, 0 to 2^53-1: the same schedule on every platform and version
     /// [default: from the OS]
     #[arg(

@@ -72,6 +72,10 @@ pub struct Policy {
     pub max_time: Option<Duration>,
     pub timeout: Option<Duration>,
     pub reset_after: Option<Duration>,
+    /// `--restart-on-success`: a success is followed by another attempt.
+    pub restart_on_success: bool,
+    /// `--stagger`: the first attempt waits U(0, this).
+    pub stagger: Option<Duration>,
     pub seed: Option<u64>,
     pub rules: Rules,
 }
@@ -90,6 +94,8 @@ impl Default for Policy {
             max_time: None,
             timeout: None,
             reset_after: None,
+            restart_on_success: false,
+            stagger: None,
             seed: None,
             rules: Rules::default(),
         }
@@ -298,6 +304,25 @@ impl Config {
             )));
         }
 
+        let stagger = duration(
+            &names,
+            "stagger",
+            "--stagger",
+            cli.stagger.as_deref(),
+            Inf::No,
+        )?
+        .filter(|d| !d.is_zero());
+        if let (Some(spread), Some(limit)) = (stagger, max_time)
+            && spread >= limit
+        {
+            return Err(UsageError(format!(
+                "--stagger ({}) must be shorter than {} ({}): the first attempt would never start",
+                cli.stagger.as_deref().unwrap_or_default().trim(),
+                names.of("max_time", "--max-time"),
+                cli.max_time.as_deref().unwrap_or_default().trim(),
+            )));
+        }
+
         let max_name = names.of("max", "--max");
         let mut max_attempts = if cli.forever {
             None
@@ -389,6 +414,7 @@ impl Config {
                 }
             }
             for (flag, given) in [
+                ("--restart-on-success", cli.restart_on_success),
                 ("--retry-if-output", !cli.retry_if_output.is_empty()),
                 ("--stop-if-output", !cli.stop_if_output.is_empty()),
                 ("--stop-signal", cli.stop_signal.is_some()),
@@ -495,6 +521,8 @@ impl Config {
                 max_time,
                 timeout,
                 reset_after,
+                restart_on_success: cli.restart_on_success,
+                stagger,
                 seed,
                 rules: Rules {
                     retry_on,
@@ -636,7 +664,7 @@ fn backoff_arg_name(b: BackoffArg) -> &'static str {
 /// about a value that is missing altogether.
 pub fn accepted_form(id: &str) -> Option<&'static str> {
     Some(match id {
-        "base" | "cap" | "jitter_max" | "reset_after" | "kill_after" => DUR_FORM,
+        "base" | "cap" | "jitter_max" | "reset_after" | "kill_after" | "stagger" => DUR_FORM,
         "max_time" | "timeout" => DUR_OR_NONE_FORM,
         "max" => MAX_FORM,
         "multiplier" => "a number of at least 1, such as 2 or 1.5",

@@ -99,6 +99,22 @@ where
         Err(stop) => return stopped(stop, 0, max, log),
     }
 
+    // --stagger: a fleet started in the same instant (one cron minute)
+    // spreads its first attempts. Never past --max-time; an interrupt ends it.
+    if let Some(spread) = policy.stagger {
+        let delay = wait::stagger(Some(spread), rng);
+        log.emit(&Event::Stagger { delay, spread });
+        let now = clock.now();
+        let mut wake = now.checked_add(delay).unwrap_or(now);
+        if let Some(d) = deadline {
+            wake = wake.min(d);
+        }
+        tokio::select! {
+            () = clock.sleep_until(wake) => {}
+            sig = signals.next_interrupt() => return interrupted_in_wait(sig as i32, 0, max, log),
+        }
+    }
+
     loop {
         // A signal that landed as the last wait ended must not start another attempt.
         if number > 0
@@ -173,6 +189,9 @@ where
         }
 
         match verdict {
+            // --restart-on-success: a success is followed by another
+            // attempt, after a backoff like a failure's.
+            Verdict::Success if policy.restart_on_success => {}
             Verdict::Success => {
                 report(log, None);
                 return finish(End::Success, "", log, status);
@@ -207,10 +226,20 @@ where
 
         if max.is_some_and(|m| number >= m) {
             report(log, None);
+            if verdict == Verdict::Success {
+                return finish(End::Success, "", log, status);
+            }
             let reason = format!("no attempts left (last: {status})");
             return finish(End::Exhausted, &reason, log, status);
         }
-        if policy.reset_after.is_some_and(|r| ran >= r) {
+        if let Some(after) = policy.reset_after
+            && ran >= after
+        {
+            log.emit(&Event::Reset {
+                attempt: number,
+                up: ran,
+                after,
+            });
             backoff.reset();
         }
         let step = backoff.next(rng);
@@ -664,5 +693,77 @@ mod tests {
         let (f, sleeps, _) = go(&p, vec![told_to_wait(60)], Duration::ZERO);
         assert!(sleeps.is_empty());
         assert_eq!((f.end, f.attempts, f.exit_code), (End::Deadline, 1, 22));
+    }
+
+    #[test]
+    fn restart_on_success_runs_again_after_a_backoff_until_max() {
+        let mut p = policy(Some(3));
+        p.restart_on_success = true;
+        let ok = || Status::Exited(0);
+        let (f, sleeps, seen) = go(&p, vec![ok(), ok(), ok()], Duration::ZERO);
+        assert_eq!(seen.len(), 3);
+        assert_eq!((f.end, f.exit_code), (End::Success, 0));
+        // Quick clean exits back off like failures.
+        assert_eq!(sleeps, vec![secs(1), secs(2)]);
+        // Without the flag, the first success ends the run.
+        let (f, _, seen) = go(&policy(Some(3)), vec![ok(), ok()], Duration::ZERO);
+        assert_eq!((seen.len(), f.end), (1, End::Success));
+    }
+
+    /// A sink that keeps the resets and staggers it heard.
+    #[derive(Default)]
+    struct Resets {
+        resets: Vec<(u32, Duration)>,
+        staggers: Vec<Duration>,
+    }
+
+    impl Sink for Resets {
+        type Countdown = ();
+        fn emit(&mut self, event: &Event<'_>) {
+            match event {
+                Event::Reset { attempt, up, .. } => self.resets.push((*attempt, *up)),
+                Event::Stagger { delay, .. } => self.staggers.push(*delay),
+                _ => {}
+            }
+        }
+        fn countdown(&self, _: Duration, _: u32, _: Option<u32>) {}
+    }
+
+    #[test]
+    fn an_attempt_up_past_reset_after_resets_the_backoff_and_says_so() {
+        let mut p = policy(Some(4));
+        p.reset_after = Some(secs(10));
+        p.restart_on_success = true;
+        let mut rec = Resets::default();
+        // Every attempt is up 10 s: each one resets.
+        let (_, sleeps, _) = go_with(
+            &p,
+            vec![Status::Exited(0), Status::Exited(1), Status::Exited(0)],
+            secs(10),
+            &mut Signals::none(),
+            &mut rec,
+        );
+        assert_eq!(sleeps, vec![secs(1), secs(1), secs(1)]);
+        assert_eq!(
+            rec.resets,
+            vec![(1, secs(10)), (2, secs(10)), (3, secs(10))]
+        );
+        // Up 9 s: no reset, the backoff grows.
+        let mut rec = Resets::default();
+        let (_, sleeps, _) = go_with(&p, vec![], secs(9), &mut Signals::none(), &mut rec);
+        assert_eq!(sleeps, vec![secs(1), secs(2), secs(4)]);
+        assert!(rec.resets.is_empty());
+    }
+
+    #[test]
+    fn stagger_delays_the_first_attempt_only() {
+        let mut p = policy(Some(2));
+        p.stagger = Some(secs(60));
+        let mut rec = Resets::default();
+        let (_, sleeps, _) = go_with(&p, vec![], Duration::ZERO, &mut Signals::none(), &mut rec);
+        assert_eq!(rec.staggers.len(), 1);
+        let first = rec.staggers[0];
+        assert!(first <= secs(60));
+        assert_eq!(sleeps, vec![first, secs(1)]);
     }
 }

@@ -151,6 +151,16 @@ pub fn render(
     if let Some(m) = policy.max_time {
         let _ = writeln!(s, "deadline: --max-time {}", human(m));
     }
+    if let Some(spread) = policy.stagger {
+        // The run's first draw, as a real run with this seed makes it.
+        let first = crate::wait::stagger(Some(spread), &mut crate::rng::seeded(seed));
+        let _ = writeln!(
+            s,
+            "stagger: attempt 1 after {} (--stagger {}: uniform from 0)",
+            human(first),
+            human(spread)
+        );
+    }
     let _ = writeln!(
         s,
         "{:>5}  {:>7}  {:>12}  {:>12}  {:>12}",

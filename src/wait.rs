@@ -103,6 +103,17 @@ impl GiveUp {
     }
 }
 
+/// `--stagger`: how long the first attempt waits, U(0, spread), drawn from
+/// the run's RNG; zero without it, and then nothing is drawn. Real runs and
+/// the simulator's clients both start this way.
+pub fn stagger<R: rand::Rng + ?Sized>(spread: Option<Duration>, rng: &mut R) -> Duration {
+    let Some(spread) = spread else {
+        return Duration::ZERO;
+    };
+    let nanos = u64::try_from(spread.as_nanos()).unwrap_or(u64::MAX);
+    Duration::from_nanos(crate::rng::up_to(rng, nanos))
+}
+
 /// Far beyond any real delay: a wake time past what the clock can represent
 /// saturates to this instead of overflowing.
 const FAR: Duration = Duration::from_secs(u32::MAX as u64);
@@ -293,5 +304,25 @@ mod tests {
             Decision::Sleep { until, .. } => assert!(until > now),
             other => panic!("expected a sleep, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn stagger_draws_within_its_spread_and_only_when_asked() {
+        let mut rng = crate::rng::seeded(7);
+        assert_eq!(stagger(None, &mut rng), Duration::ZERO);
+        // Nothing was drawn: the stream is where a fresh one starts.
+        let mut fresh = crate::rng::seeded(7);
+        assert_eq!(
+            stagger(Some(Duration::from_secs(1)), &mut rng),
+            stagger(Some(Duration::from_secs(1)), &mut fresh)
+        );
+        let spread = Duration::from_millis(500);
+        let draws: Vec<Duration> = (0..2000).map(|_| stagger(Some(spread), &mut rng)).collect();
+        assert!(draws.iter().all(|d| *d <= spread));
+        // Spread out over the whole range, not bunched.
+        let low = draws.iter().filter(|d| **d < spread / 4).count();
+        let high = draws.iter().filter(|d| **d > spread * 3 / 4).count();
+        assert!((400..600).contains(&low), "{low}");
+        assert!((400..600).contains(&high), "{high}");
     }
 }

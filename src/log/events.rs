@@ -71,6 +71,15 @@ pub enum Event<'a> {
         duration: Duration,
         next: Option<Wait>,
     },
+    /// The attempt that just ended had been up at least `--reset-after`:
+    /// the backoff starts again from its first step.
+    Reset {
+        attempt: u32,
+        up: Duration,
+        after: Duration,
+    },
+    /// `--stagger`: the first attempt waits this long (only with -v).
+    Stagger { delay: Duration, spread: Duration },
     /// The run is over.
     Done {
         end: End,

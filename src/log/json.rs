@@ -73,6 +73,15 @@ enum Body<'a> {
         ceiling_ms: f64,
         jitter: &'static str,
     },
+    Reset {
+        attempt: u32,
+        up_ms: f64,
+        reset_after_ms: f64,
+    },
+    Stagger {
+        delay_ms: f64,
+        stagger_ms: f64,
+    },
     Done {
         outcome: &'static str,
         attempts: u32,
@@ -205,6 +214,15 @@ fn bodies<'a>(event: &'a Event<'a>) -> Vec<Body<'a>> {
             max: *max,
             exit_code: *exit_code,
             reason: (!reason.is_empty()).then_some(*reason),
+        }],
+        Event::Reset { attempt, up, after } => vec![Body::Reset {
+            attempt: *attempt,
+            up_ms: millis(*up),
+            reset_after_ms: millis(*after),
+        }],
+        Event::Stagger { delay, spread } => vec![Body::Stagger {
+            delay_ms: millis(*delay),
+            stagger_ms: millis(*spread),
         }],
         Event::Warning { message } => vec![Body::Warning { message }],
         Event::Note { message } => vec![Body::Note { message }],

@@ -126,15 +126,17 @@ impl Channel {
         match event {
             Event::Start { .. } => v >= 1 || (json && v >= 0),
             Event::AttemptStart { .. } | Event::Note { .. } => v >= 1,
-            Event::Attempt { verdict, .. } => match verdict {
-                Verdict::Success => v >= 1 || json && v >= 0,
+            Event::Attempt { verdict, next, .. } => match verdict {
+                // A success that is followed by a restart is news.
+                Verdict::Success => v >= 1 || (json || next.is_some()) && v >= 0,
                 _ => v >= 0,
             },
             Event::Done { end, attempts, .. } => match end {
                 End::Success => v >= 1 || (v >= 0 && (*attempts > 1 || json)),
                 _ => v >= -1,
             },
-            Event::Warning { .. } => v >= 0,
+            Event::Warning { .. } | Event::Reset { .. } => v >= 0,
+            Event::Stagger { .. } => v >= 1,
             Event::Error { .. } => v >= -1,
         }
     }

@@ -79,7 +79,11 @@ pub fn line(event: &Event<'_>, elapsed: Duration) -> String {
             let n = of_max(*attempt, *max);
             let d = human(*duration);
             match (verdict, next) {
-                (Verdict::Success, _) => {
+                (Verdict::Success, Some(w)) => format!(
+                    "retry: attempt {n} succeeded ({status}) after {d}; restarting in {}",
+                    human(w.delay)
+                ),
+                (Verdict::Success, None) => {
                     format!("retry: attempt {n} succeeded ({status}) after {d}")
                 }
                 (_, Some(w)) if w.jitter == "none" => format!(
@@ -119,6 +123,16 @@ pub fn line(event: &Event<'_>, elapsed: Duration) -> String {
                 ),
             }
         }
+        Event::Reset { attempt, up, after } => format!(
+            "retry: attempt {attempt} had been up {} (--reset-after {}): backoff reset to its first step",
+            human(*up),
+            human(*after)
+        ),
+        Event::Stagger { delay, spread } => format!(
+            "retry: staggered start: attempt 1 in {} (--stagger {})",
+            human(*delay),
+            human(*spread)
+        ),
         Event::Warning { message } => format!("retry: warning: {message}"),
         Event::Note { message } | Event::Error { message } => format!("retry: {message}"),
     }

@@ -131,11 +131,15 @@ where
     } else {
         Msg::Request
     };
-    for c in 0..clients {
+    for (c, client) in (0..clients).zip(state.iter_mut()) {
+        // --stagger: each client's first attempt waits U(0, spread), as in
+        // a real run; its deadline still counts from 0, when it started.
+        let start = crate::wait::stagger(policy.stagger, rng);
+        client.began = start;
         let at = if first == Msg::Read {
-            model::latency(rng)
+            start + model::latency(rng)
         } else {
-            Duration::ZERO
+            start
         };
         push(&mut queue, at, c, first);
     }
