@@ -107,8 +107,12 @@ pub fn heading(policy: &Policy, sim: &SimOptions, seed: u64) -> String {
         .max_time
         .map(|m| format!(", --max-time {}", human(m)))
         .unwrap_or_default();
+    let start = policy.stagger.map_or_else(
+        || "at once".to_string(),
+        |s| format!("from starts staggered over {}", human(s)),
+    );
     format!(
-        "{} client{} failing at once against {}; {attempts}{deadline}; {growth} backoff from {} to {}; {jitter}; seed {seed}",
+        "{} client{} failing {start} against {}; {attempts}{deadline}; {growth} backoff from {} to {}; {jitter}; seed {seed}",
         sim.clients,
         if sim.clients == 1 { "" } else { "s" },
         sim.model.describe(),
