@@ -12,6 +12,13 @@ use std::io::Write;
 
 use nix::libc;
 
+// glibc targets: take the unwinder from libgcc_eh.a (as `cc -static-libgcc`
+// does) instead of loading libgcc_s.so.1 at every start. The archive comes
+// with gcc; `-bundle` leaves it for the C compiler driver to find.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[link(name = "libgcc_eh.a", kind = "static", modifiers = "-bundle,+verbatim")]
+unsafe extern "C" {}
+
 /// Runs before anything changes SIGPIPE, so retry can learn whether its
 /// parent had ignored it (and keep it ignored for the command).
 #[used]
