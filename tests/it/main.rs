@@ -5,6 +5,7 @@ mod http;
 mod process;
 mod pty;
 mod ship;
+mod startup;
 mod supervise;
 mod terminal;
 mod util;
