@@ -135,13 +135,14 @@ def exit_code(status):
 
 # 1. Overhead -----------------------------------------------------------------
 
-def build_floor():
-    """Compile bench/floor.c (fork, exec, wait) with cc -O2; None without cc."""
+def build_floor(workdir):
+    """Compile bench/floor.c (fork, exec, wait) with cc -O2 into workdir;
+    None without cc."""
     cc = shutil.which("cc")
     if cc is None:
         print("bench: warning: no cc, the C floor is left out", file=sys.stderr)
         return None
-    out = os.path.join(tempfile.mkdtemp(prefix="retry-bench-"), "floor")
+    out = os.path.join(workdir, "floor")
     subprocess.run([cc, "-O2", "-o", out, os.path.join(REPO, "bench", "floor.c")], check=True)
     return out
 
@@ -486,7 +487,8 @@ def main():
         if not sep or not os.access(path, os.X_OK):
             sys.exit(f"bench: --variant expects NAME=PATH to an executable, got {v!r}")
         variants.append((name, path))
-    floor = build_floor()
+    workdir = tempfile.TemporaryDirectory(prefix="retry-bench-")
+    floor = build_floor(workdir.name)
     attempt = find_attempt(args.attempt)
     if attempt is None:
         print("bench: warning: attempt-cli not found, left out "
