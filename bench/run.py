@@ -431,13 +431,16 @@ def print_overhead(over):
     print()
     print(f"Overhead, {over['runs']} interleaved runs each (`true` = {over['true_path']}):")
     print()
-    print(f"| command | median | p90 | x {base_name} | minor faults | user+sys CPU |")
-    print("|---|---:|---:|---:|---:|---:|")
+    base_cpu = by.get("floor", by["true"])["cpu_ms"]
+    print(f"| command | median | p90 | x {base_name} | minor faults | user+sys CPU "
+          f"| CPU x {base_name} |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for name, r in by.items():
         shown = " ".join(os.path.basename(a) if i == 0 else a
                          for i, a in enumerate(over["argv"][name]))
         print(f"| {name}: `{shown}` | {r['ms']:.3f} ms | {r['p90_ms']:.3f} ms | "
-              f"{r['ms'] / base:.2f} | {r['minflt']:.0f} | {r['cpu_ms']:.2f} ms |")
+              f"{r['ms'] / base:.2f} | {r['minflt']:.0f} | {r['cpu_ms']:.2f} ms | "
+              f"{r['cpu_ms'] / base_cpu:.2f} |")
     print()
 
 
@@ -468,6 +471,8 @@ def main():
                     help="another retry build to time in the overhead loop (repeatable)")
     ap.add_argument("--overhead-only", action="store_true",
                     help="run only the overhead loop")
+    ap.add_argument("--runs", type=int, metavar="N",
+                    help="runs of each command in the overhead loop (default 400)")
     ap.add_argument("--quick", action="store_true",
                     help="fewer repetitions: a smoke run, not figures to quote")
     args = ap.parse_args()
@@ -481,6 +486,8 @@ def main():
     else:
         n_over, warm, n_rss, n_sleeps, n_cpu = 400, 10, 3, 200, 7
 
+    if args.runs:
+        n_over = args.runs
     variants = []
     for v in args.variant:
         name, sep, path = v.partition("=")
