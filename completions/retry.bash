@@ -23,7 +23,7 @@ _retry() {
 
     case "${cmd}" in
         retry)
-            opts="-n -b -c -m -j -t -k -q -v -X -H -d -o -h -V --max --forever --backoff --base --cap --multiplier --jitter --jitter-max --max-time --timeout --reset-after --seed --retry-on --stop-on --success-on --no-retry-on-timeout --stop-signal --kill-after --foreground --replay-stdin --nested --quiet --verbose --log-format --log-file --http --method --header --data --connect-timeout --output --expect --retry-status --idempotency-key --retry-non-idempotent --color --ci-annotations --dry-run --help --version"
+            opts="-n -b -c -m -j -t -k -q -v -X -H -d -o -h -V --max --forever --backoff --base --cap --multiplier --jitter --jitter-max --max-time --timeout --reset-after --seed --retry-on --stop-on --success-on --no-retry-on-timeout --stop-signal --kill-after --foreground --replay-stdin --nested --quiet --verbose --log-format --log-file --http --method --header --data --json --connect-timeout --retry-after-max --cacert --insecure --output --expect --retry-status --idempotency-key --retry-non-idempotent --simulate --outage --capacity --model --compare --format --plot --group --state --state-required --state-show --pace --pace-burst --budget --breaker --color --ci-annotations --dry-run --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -161,7 +161,19 @@ _retry() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --json)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retry-after-max)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cacert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -182,6 +194,54 @@ _retry() {
                     return 0
                     ;;
                 --idempotency-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --simulate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --outage)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --capacity)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --model)
+                    COMPREPLY=($(compgen -W "occ" -- "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                --plot)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --group)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --pace-burst)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --budget)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --breaker)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -26,14 +26,30 @@ complete -c retry -l log-format -d 'Log line format [default: text]' -r -f -a "t
 json\t''"
 complete -c retry -l log-file -d 'Append the log to PATH instead of stderr' -r -F
 complete -c retry -l http -d 'Probe URL over HTTP(S) instead of running a command' -r
-complete -c retry -s X -l method -d 'Request method [default: GET, or POST with --data]' -r
-complete -c retry -s H -l header -d 'Request header \'Name: value\' (repeatable)' -r
-complete -c retry -s d -l data -d 'Request body: the string itself, or @FILE for a file\'s contents' -r
-complete -c retry -l connect-timeout -d 'Time limit for establishing each connection' -r
+complete -c retry -s X -l method -d 'Request method [default: GET, or POST with --data or --json]' -r
+complete -c retry -s H -l header -d 'Request header \'Name: value\', or @FILE of header lines (repeatable)' -r
+complete -c retry -s d -l data -d 'Form body: the string, or @FILE for a file\'s contents; repeatable, joined with \'&\'' -r
+complete -c retry -l json -d 'JSON request body: the string, or @FILE; sent with JSON Content-Type and Accept' -r
+complete -c retry -l connect-timeout -d 'Time limit for establishing each connection [default: 10s]' -r
+complete -c retry -l retry-after-max -d 'Longest Retry-After to wait for; a server asking more ends the run [default: 10m]' -r
+complete -c retry -l cacert -d 'Also trust the CA certificates in this PEM file' -r -F
 complete -c retry -s o -l output -d 'Write the accepted response\'s body to FILE instead of stdout' -r -F
 complete -c retry -l expect -d 'Statuses that count as success (e.g. 200,204 or 2xx) [default: 2xx]' -r
 complete -c retry -l retry-status -d 'Statuses worth retrying, replacing the default 408,429,500,502-504' -r
 complete -c retry -l idempotency-key -d 'Send this Idempotency-Key on every attempt (\'auto\': a random UUID), so POST and PATCH may be retried' -r
+complete -c retry -l simulate -d 'Simulate N clients that all fail at once under this policy, in virtual time, and report' -r
+complete -c retry -l outage -d 'The simulated server fails every request until DUR has passed' -r
+complete -c retry -l capacity -d 'The simulated server admits RATE requests a second (burst: 100ms worth), rejecting the rest' -r
+complete -c retry -l model -d 'Another server model: occ (each client reads a version, then writes it back; a write fails if another came in between)' -r -f -a "occ\t'optimistic concurrency on one row (the classic backoff simulation)'"
+complete -c retry -l format -d 'Report format of the simulation [default: text]' -r -f -a "text\t''
+json\t''"
+complete -c retry -l plot -d 'Also draw the requests over time as an SVG picture in FILE' -r -F
+complete -c retry -l group -d 'Share pace, budget and breaker with every invocation of the same group' -r
+complete -c retry -l state -d 'Where the group\'s state lives: a directory, or redis://, rediss://, unix:// [default: ~/.local/state/retry]' -r
+complete -c retry -l pace -d 'Start the group\'s retries at no more than RATE, e.g. 20/s or 600/m' -r
+complete -c retry -l pace-burst -d 'Retries of the group that may start at once under --pace [default: 1]' -r
+complete -c retry -l budget -d 'Stop retrying while the whole group fails: a shared retry budget [default: 100:0.1]' -r
+complete -c retry -l breaker -d 'After THRESHOLD failed runs in a row, refuse to run for COOLDOWN (exit 75) [default: 5:30s]' -r
 complete -c retry -l color -d 'Colour retry\'s own log prefix and outcome words [default: auto]' -r -f -a "auto\t'decide from the surroundings'
 always\t''
 never\t''"
@@ -46,7 +62,11 @@ complete -c retry -l foreground -d 'Run COMMAND in retry\'s own process group (f
 complete -c retry -l replay-stdin -d 'Read stdin once and give every attempt the same bytes'
 complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the final give-up line, -qq nothing'
 complete -c retry -s v -l verbose -d 'More log lines: attempt starts and the command line'
+complete -c retry -l insecure -d 'Do not verify the server\'s certificate (warned about on every run)'
 complete -c retry -l retry-non-idempotent -d 'Retry POST and PATCH even without an idempotency key'
+complete -c retry -l compare -d 'Simulate every jitter kind under the same policy and show them side by side'
+complete -c retry -l state-required -d 'Exit 125 when the state store cannot be used, instead of running without it'
+complete -c retry -l state-show -d 'Print the group\'s pace schedule, budget count and breaker state, and exit'
 complete -c retry -l dry-run -d 'Print the delay schedule this policy produces and run nothing'
 complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retry -s V -l version -d 'Print version'

@@ -16,6 +16,14 @@ module completions {
     [ "text" "json" ]
   }
 
+  def "nu-complete retry model" [] {
+    [ "occ" ]
+  }
+
+  def "nu-complete retry format" [] {
+    [ "text" "json" ]
+  }
+
   def "nu-complete retry color" [] {
     [ "auto" "always" "never" ]
   }
@@ -52,15 +60,34 @@ module completions {
     --log-format: string@"nu-complete retry log_format" # Log line format [default: text]
     --log-file: path          # Append the log to PATH instead of stderr
     --http: string            # Probe URL over HTTP(S) instead of running a command
-    --method(-X): string      # Request method [default: GET, or POST with --data]
-    --header(-H): string      # Request header 'Name: value' (repeatable)
-    --data(-d): string        # Request body: the string itself, or @FILE for a file's contents
-    --connect-timeout: string # Time limit for establishing each connection
+    --method(-X): string      # Request method [default: GET, or POST with --data or --json]
+    --header(-H): string      # Request header 'Name: value', or @FILE of header lines (repeatable)
+    --data(-d): string        # Form body: the string, or @FILE for a file's contents; repeatable, joined with '&'
+    --json: string            # JSON request body: the string, or @FILE; sent with JSON Content-Type and Accept
+    --connect-timeout: string # Time limit for establishing each connection [default: 10s]
+    --retry-after-max: string # Longest Retry-After to wait for; a server asking more ends the run [default: 10m]
+    --cacert: path            # Also trust the CA certificates in this PEM file
+    --insecure                # Do not verify the server's certificate (warned about on every run)
     --output(-o): path        # Write the accepted response's body to FILE instead of stdout
     --expect: string          # Statuses that count as success (e.g. 200,204 or 2xx) [default: 2xx]
     --retry-status: string    # Statuses worth retrying, replacing the default 408,429,500,502-504
     --idempotency-key: string # Send this Idempotency-Key on every attempt ('auto': a random UUID), so POST and PATCH may be retried
     --retry-non-idempotent    # Retry POST and PATCH even without an idempotency key
+    --simulate: string        # Simulate N clients that all fail at once under this policy, in virtual time, and report
+    --outage: string          # The simulated server fails every request until DUR has passed
+    --capacity: string        # The simulated server admits RATE requests a second (burst: 100ms worth), rejecting the rest
+    --model: string@"nu-complete retry model" # Another server model: occ (each client reads a version, then writes it back; a write fails if another came in between)
+    --compare                 # Simulate every jitter kind under the same policy and show them side by side
+    --format: string@"nu-complete retry format" # Report format of the simulation [default: text]
+    --plot: path              # Also draw the requests over time as an SVG picture in FILE
+    --group: string           # Share pace, budget and breaker with every invocation of the same group
+    --state: string           # Where the group's state lives: a directory, or redis://, rediss://, unix:// [default: ~/.local/state/retry]
+    --state-required          # Exit 125 when the state store cannot be used, instead of running without it
+    --state-show              # Print the group's pace schedule, budget count and breaker state, and exit
+    --pace: string            # Start the group's retries at no more than RATE, e.g. 20/s or 600/m
+    --pace-burst: string      # Retries of the group that may start at once under --pace [default: 1]
+    --budget: string          # Stop retrying while the whole group fails: a shared retry budget [default: 100:0.1]
+    --breaker: string         # After THRESHOLD failed runs in a row, refuse to run for COOLDOWN (exit 75) [default: 5:30s]
     --color: string@"nu-complete retry color" # Colour retry's own log prefix and outcome words [default: auto]
     --ci-annotations: string@"nu-complete retry ci_annotations" # GitHub Actions annotations for failed attempts and giving up [default: auto]
     --dry-run                 # Print the delay schedule this policy produces and run nothing

@@ -11,7 +11,7 @@ use std::time::Duration;
 const SIGPIPE: i32 = 13;
 
 mod http;
-pub use http::{HttpRules, NetFailure, StatusSet};
+pub use http::{HttpRules, NetFailure, RETRY_AFTER_MAX, StatusSet};
 
 /// What happened to one attempt, as reported by an attempt runner.
 #[derive(Debug, Clone, PartialEq, Eq)]

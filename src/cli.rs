@@ -10,14 +10,23 @@ use std::path::PathBuf;
 use clap::{ArgAction, Parser, ValueEnum};
 
 mod http;
+mod sim;
+mod state;
 pub use http::HttpArgs;
+pub use sim::{FormatArg, ModelArg, SimArgs};
+pub use state::StateArgs;
 
 /// What `-h` prints after the options: where the rest is.
 const AFTER_HELP: &str = "\
 'retry --help' adds examples, exit status and environment; 'man retry' has it all.";
 
-/// What `--help` prints after the options.
-const AFTER_LONG_HELP: &str = "\
+/// What `--help` prints after the options: examples, the exit statuses
+/// (drawn from `exit::TABLE`, like the man page's), and the environment.
+fn after_long_help() -> String {
+    format!("{EXAMPLES}\n{}\n{ENVIRONMENT}", crate::exit::help_section())
+}
+
+const EXAMPLES: &str = "\
 Examples:
   Wait for a service in a shell script:
     retry --max 10 --cap 5s -- curl -fsS http://localhost:8080/health
@@ -27,23 +36,16 @@ Examples:
     retry --max-time 5m --stop-on 78 -- /usr/local/bin/sync-mirror
   Preview the delays a policy produces, without running anything:
     retry --dry-run --max 6 --base 500ms --jitter decorrelated --seed 7
+";
 
-Exit status:
-  0        success
-  N        gave up or failed permanently: the last attempt's own exit code
-  124      the last attempt was stopped by --timeout or --max-time
-  126/127  COMMAND cannot be executed / was not found (never retried)
-  128+N    the last attempt died of signal N, or retry was interrupted by it
-  2        usage error
-  125      retry itself failed (e.g. cannot write its log file)
-  HTTP mode: 22 final status not accepted, 6 DNS failure, 7 cannot connect,
-  28 timed out, 35 TLS error
-
+const ENVIRONMENT: &str = "\
 Environment:
   Options marked [env: NAME] may be set by environment variables; a flag on the
   command line wins over the environment, and an empty variable counts as unset.
   COMMAND receives RETRY_ATTEMPT, RETRY_MAX_ATTEMPTS, RETRY_PREVIOUS_EXIT and
-  RETRY_DEPTH. NO_COLOR turns colour off; GITHUB_ACTIONS=true turns on annotations.";
+  RETRY_DEPTH. NO_COLOR turns colour off; GITHUB_ACTIONS=true turns on annotations.
+  HTTP mode trusts the system's CA certificates, or those in SSL_CERT_FILE and
+  SSL_CERT_DIR when set; proxies come from HTTP_PROXY, HTTPS_PROXY and NO_PROXY.";
 
 /// Run a command and retry it on failure, with capped exponential backoff and jitter.
 ///
@@ -58,11 +60,11 @@ Environment:
     about,
     long_about,
     after_help = AFTER_HELP,
-    after_long_help = AFTER_LONG_HELP,
+    after_long_help = after_long_help(),
     // Wide enough for the option table, narrow enough to read; help on a
     // smaller terminal still wraps to fit.
     max_term_width = 100,
-    override_usage = "retry [OPTIONS] -- COMMAND [ARG]...\n       retry [OPTIONS] --http URL\n       retry [OPTIONS] --dry-run"
+    override_usage = "retry [OPTIONS] -- COMMAND [ARG]...\n       retry [OPTIONS] --http URL\n       retry [OPTIONS] --dry-run\n       retry [OPTIONS] --simulate N (--outage DUR | --capacity RATE/s | --model occ)"
 )]
 pub struct Cli {
     /// Attempts in total, the first included, N >= 1 [default: 5; none with --max-time alone]
@@ -271,6 +273,12 @@ pub struct Cli {
 
     #[command(flatten)]
     pub http: HttpArgs,
+
+    #[command(flatten)]
+    pub sim: SimArgs,
+
+    #[command(flatten)]
+    pub state: StateArgs,
 
     /// Colour retry's own log prefix and outcome words [default: auto]
     ///

@@ -1,7 +1,9 @@
 //! The exit-status contract: which number `retry` exits with.
 //!
 //! Pure. Scripts branch on these numbers, so every mapping lives here, next to
-//! the tests that pin it.
+//! the tests that pin it, together with [`TABLE`], the one description of them
+//! from which `--help` and the man page are generated and against which a
+//! test checks the README.
 
 use crate::classify::{NetFailure, Status, Verdict};
 
@@ -14,6 +16,8 @@ pub const INTERNAL: u8 = 125;
 pub const TIMED_OUT: u8 = 124;
 pub const NOT_EXECUTABLE: u8 = 126;
 pub const NOT_FOUND: u8 = 127;
+/// The group's circuit breaker is open: COMMAND was not run (EX_TEMPFAIL).
+pub const REFUSED: u8 = 75;
 
 // HTTP mode speaks curl's numbers, so scripts moving from `curl --fail` keep
 // their branches.
@@ -27,6 +31,112 @@ pub const HTTP_CONNECT: u8 = 7;
 pub const HTTP_TIMED_OUT: u8 = 28;
 /// TLS handshake or certificate failure (curl's 35).
 pub const HTTP_TLS: u8 = 35;
+/// The response body ended before its declared length (curl's 18).
+pub const HTTP_TRUNCATED: u8 = 18;
+/// The body could not be written: stdout closed, or `-o FILE` failed (curl's 23).
+pub const HTTP_WRITE: u8 = 23;
+
+/// One documented exit status: how it is written, and when it happens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Row {
+    pub status: &'static str,
+    pub meaning: &'static str,
+}
+
+const fn row(status: &'static str, meaning: &'static str) -> Row {
+    Row { status, meaning }
+}
+
+/// Every exit status retry documents, in the order people look for them.
+/// `--help`, the man page and the README show exactly these rows.
+pub const TABLE: &[Row] = &[
+    row(
+        "0",
+        "success (also an exit listed in --success-on, or a status in --expect)",
+    ),
+    row(
+        "N",
+        "command mode: gave up (attempts or time exhausted) or hit a permanent failure; N is the last attempt's own exit code",
+    ),
+    row(
+        "124",
+        "command mode: the last attempt was stopped by --timeout or --max-time",
+    ),
+    row("126", "COMMAND is not executable (never retried)"),
+    row("127", "COMMAND was not found (never retried)"),
+    row(
+        "128+N",
+        "the last attempt died of signal N, not sent by retry",
+    ),
+    row(
+        "129/130/131/143",
+        "retry itself got SIGHUP/SIGINT/SIGQUIT/SIGTERM: it stopped the attempt, did not retry, and exits 128+N",
+    ),
+    row(
+        "2",
+        "usage error: one line on stderr (even with --log-file) naming the flag, or the environment variable the value came from, and the accepted form; nothing was run, sent or created",
+    ),
+    row(
+        "125",
+        "retry's own failure (e.g. it cannot open its log file, or the shared-state store cannot be used with --state-required)",
+    ),
+    row(
+        "75",
+        "the group's circuit breaker is open (--breaker): COMMAND was not run",
+    ),
+    row("6", "HTTP mode: the host name did not resolve"),
+    row(
+        "7",
+        "HTTP mode: could not connect, or the connection broke before a response",
+    ),
+    row("18", "HTTP mode: the response body was cut short"),
+    row(
+        "22",
+        "HTTP mode: the final status was not accepted (as curl --fail)",
+    ),
+    row(
+        "23",
+        "HTTP mode: the body could not be written (stdout closed, or -o FILE failed)",
+    ),
+    row(
+        "28",
+        "HTTP mode: timed out (--timeout, --connect-timeout or --max-time)",
+    ),
+    row("35", "HTTP mode: TLS handshake or certificate failure"),
+];
+
+/// The "Exit status" section of `--help`, drawn from [`TABLE`] and wrapped
+/// to 80 columns.
+pub fn help_section() -> String {
+    const INDENT: usize = 19;
+    const WIDTH: usize = 80;
+    let mut out = String::from("Exit status:\n");
+    for r in TABLE {
+        let mut line = format!("  {:<w$}", r.status, w = INDENT - 2);
+        if r.status.len() > INDENT - 3 {
+            line = format!("  {} ", r.status);
+        }
+        let mut col = line.len();
+        let mut first = true;
+        for word in r.meaning.split(' ') {
+            if !first && col + 1 + word.len() > WIDTH {
+                out.push_str(line.trim_end());
+                out.push('\n');
+                line = " ".repeat(INDENT);
+                col = INDENT;
+            } else if !first {
+                line.push(' ');
+                col += 1;
+            }
+            line.push_str(word);
+            col += word.len();
+            first = false;
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
 
 /// Exit code for a process that died of signal `sig`: 128 + N, as shells
 /// report it. A signal death must never turn into 0 or 1.
@@ -53,6 +163,8 @@ pub fn code(status: &Status, verdict: Verdict) -> u8 {
             NetFailure::Dns => HTTP_DNS,
             NetFailure::ConnectTimeout | NetFailure::TimedOut(_) => HTTP_TIMED_OUT,
             NetFailure::Tls => HTTP_TLS,
+            NetFailure::Truncated | NetFailure::TruncatedOutput => HTTP_TRUNCATED,
+            NetFailure::Write => HTTP_WRITE,
             NetFailure::Connect | NetFailure::Lost | NetFailure::Other => HTTP_CONNECT,
         },
     }
@@ -126,5 +238,69 @@ mod tests {
             28
         );
         assert_eq!(code(&net(NetFailure::Tls), Verdict::Permanent), 35);
+        assert_eq!(code(&net(NetFailure::Truncated), Verdict::Retryable), 18);
+        assert_eq!(code(&net(NetFailure::Write), Verdict::Permanent), 23);
+    }
+
+    /// Every fixed number `code` can return has a row, and every row's
+    /// number is one retry can exit with.
+    #[test]
+    fn the_table_covers_every_status() {
+        let numbers: Vec<&str> = TABLE.iter().map(|r| r.status).collect();
+        for c in [
+            SUCCESS,
+            USAGE,
+            INTERNAL,
+            TIMED_OUT,
+            NOT_EXECUTABLE,
+            NOT_FOUND,
+            REFUSED,
+            HTTP_NOT_ACCEPTED,
+            HTTP_DNS,
+            HTTP_CONNECT,
+            HTTP_TIMED_OUT,
+            HTTP_TLS,
+            HTTP_TRUNCATED,
+            HTTP_WRITE,
+        ] {
+            assert!(numbers.contains(&c.to_string().as_str()), "{c} has no row");
+        }
+        let mut seen = std::collections::HashSet::new();
+        assert!(numbers.iter().all(|n| seen.insert(*n)), "a row twice");
+    }
+
+    #[test]
+    fn help_section_lists_every_row_within_80_columns() {
+        let help = help_section();
+        assert!(help.starts_with("Exit status:\n"));
+        for r in TABLE {
+            assert!(help.contains(&format!("  {} ", r.status)), "{}", r.status);
+        }
+        assert!(help.lines().all(|l| l.len() <= 80), "{help}");
+        assert!(help.contains("  18               HTTP mode: the response body was cut short"));
+    }
+
+    /// README's "Exit status" table is this table, row for row.
+    #[test]
+    fn readme_lists_exactly_these_statuses() {
+        let readme = include_str!("../README.md");
+        let section = readme
+            .split("\n## Exit status\n")
+            .nth(1)
+            .expect("README has an Exit status section");
+        let rows: Vec<&str> = section
+            .lines()
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| l.starts_with('|'))
+            .skip(2)
+            .collect();
+        let want: Vec<String> = TABLE
+            .iter()
+            .map(|r| format!("| {} | {} |", r.status, r.meaning))
+            .collect();
+        assert_eq!(
+            rows, want,
+            "README's exit status table differs from src/exit.rs TABLE"
+        );
     }
 }

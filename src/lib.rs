@@ -12,14 +12,17 @@ pub mod classify;
 pub mod cli;
 pub mod exit;
 pub mod log;
+pub mod mask;
 pub mod policy;
 mod probe;
-pub mod redact;
 pub mod rng;
 pub mod run;
 pub mod schedule;
 pub mod signals;
 pub mod signame;
+pub mod sim;
+pub mod state;
+pub mod wait;
 
 use std::io::Write;
 use std::time::Instant;
@@ -35,6 +38,24 @@ use policy::{Config, Mode, Nesting};
 
 /// Run `retry` with the process's arguments; returns the exit status.
 pub fn main_entry() -> u8 {
+    // A panic is a bug or a system at its limits (tokio cannot start without
+    // a few spare file descriptors): one line, and retry's own status.
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("unknown failure");
+        eprintln!("retry: internal error: {what}");
+    }));
+    match std::panic::catch_unwind(run_main) {
+        Ok(code) => code,
+        Err(_) => exit::INTERNAL,
+    }
+}
+
+fn run_main() -> u8 {
     let started = Instant::now();
     // Before anything changes a disposition: what the parent left ignored
     // stays ignored.
@@ -50,6 +71,9 @@ pub fn main_entry() -> u8 {
             return exit::USAGE;
         }
     };
+    if config.state.show {
+        return show_state(&config);
+    }
     let seed = config.policy.seed.unwrap_or_else(os_seed);
     let mut rng = rng::seeded(seed);
 
@@ -62,6 +86,9 @@ pub fn main_entry() -> u8 {
                 Ok(()) => exit::SUCCESS,
                 Err(_) => exit::INTERNAL,
             };
+        }
+        Mode::Simulate { sim } => {
+            return sim::cmd::main(&config, sim, seed, || rng::seeded(seed));
         }
         Mode::Run { command } => command.clone(),
         Mode::Http { request } => return probe::main(&config, request, started, seed, &mut rng),
@@ -87,7 +114,11 @@ pub fn main_entry() -> u8 {
 
     let depth = config.nesting.outer_depth.saturating_add(1);
     let process = config.process.clone();
-    let shown = command.clone();
+    // Only the log sees this copy: secrets in the arguments become ***.
+    let shown: Vec<std::ffi::OsString> = mask::command_line(&command)
+        .into_iter()
+        .map(Into::into)
+        .collect();
     match drive(&config, &mut log, &shown, seed, &mut rng, || {
         Ok(ProcessAttempt::new(command, process, depth, stdin))
     }) {
@@ -134,8 +165,18 @@ where
         log.emit(&Event::Start {
             command: shown,
             max: config.policy.max_attempts,
+            max_time: config.policy.max_time,
             seed,
         });
+        let deadline = config
+            .policy
+            .max_time
+            .and_then(|d| Instant::now().checked_add(d));
+        let shared = config.state.shared.clone();
+        let mut state = match state::Session::open(shared, log, &mut signals, deadline).await {
+            Ok(s) => s,
+            Err(stop) => return Err(state_stopped(stop, log)),
+        };
         let finish = run::run(
             &config.policy,
             &mut attempt,
@@ -143,14 +184,75 @@ where
             rng,
             &mut signals,
             log,
+            &mut state,
         )
         .await;
+        // The breaker hears how the run ended, unless a signal ended it. A
+        // store too slow to hear it in time leaves the run's status as it is.
+        if finish.end != log::End::Interrupted {
+            let ok = finish.exit_code == exit::SUCCESS;
+            match state.finish(ok, log, &mut signals).await {
+                Ok(()) | Err(state::Stop::Deadline) => {}
+                Err(stop) => return Err(state_stopped(stop, log)),
+            }
+        }
         Ok((finish, attempt))
     });
-    // The process exits next, which frees the runtime anyway; shutting it
-    // down here would only add work to every run.
+    // The process exits next, which frees the runtime anyway: shutting it
+    // down would only add work to every run, and a DNS lookup that hangs
+    // holds a blocking thread that a drop would wait for.
     std::mem::forget(runtime);
     result
+}
+
+/// Shared state ended the run before it began, or after it ended.
+fn state_stopped(stop: state::Stop, log: &mut Logger) -> u8 {
+    match stop {
+        state::Stop::Interrupted(sig) => exit::from_signal(sig as i32),
+        state::Stop::Refused(why) | state::Stop::Failed(why) => {
+            log.error(&why);
+            exit::INTERNAL
+        }
+        state::Stop::Deadline => {
+            log.error("--max-time ran out while asking the shared state store");
+            exit::TIMED_OUT
+        }
+    }
+}
+
+/// `--state-show`: the group's state on stdout.
+fn show_state(config: &Config) -> u8 {
+    let Some(features) = &config.state.shared else {
+        return exit::USAGE;
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            Logger::stderr().error(&format!("cannot start: {e}"));
+            return exit::INTERNAL;
+        }
+    };
+    let shown = runtime.block_on(async {
+        tokio::time::timeout(state::CALL_LIMIT, state::show(features))
+            .await
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the state store did not answer in time")))
+    });
+    match shown {
+        Ok(text) => {
+            let mut out = std::io::stdout().lock();
+            match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+                Ok(()) => exit::SUCCESS,
+                Err(_) => exit::INTERNAL,
+            }
+        }
+        Err(e) => {
+            Logger::stderr().error(&format!("{e:#}"));
+            exit::INTERNAL
+        }
+    }
 }
 
 /// The log as configured, or the exit status when `--log-file` cannot be

@@ -15,8 +15,12 @@ use crate::cli::{BackoffArg, Cli, JitterArg, LogFormatArg, NestedArg, WhenArg};
 
 mod duration;
 mod http;
+mod sim;
+mod state;
 use duration::{Dur, DurError};
-pub use http::{Data, HttpOptions, IdempotencyKey, parse_statuses};
+pub use http::{Body, Data, HttpOptions, IdempotencyKey, parse_header, parse_statuses};
+pub use sim::SimOptions;
+pub use state::StateOptions;
 
 /// A usage error: printed as one line, exit status 2.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,6 +58,8 @@ pub enum Mode {
     Http { request: Box<HttpOptions> },
     /// Print the schedule; COMMAND (or the HTTP request), if given, is only shown.
     DryRun { command: Vec<OsString> },
+    /// Simulate N clients against a model server and report.
+    Simulate { sim: SimOptions },
 }
 
 /// The retry loop's policy.
@@ -157,6 +163,8 @@ pub struct Config {
     pub nesting: Nesting,
     /// Inside another retry, with the default `--nested multiply`: warn once.
     pub warn_nested: bool,
+    /// Pace, budget and breaker shared by a group of invocations.
+    pub state: StateOptions,
 }
 
 impl Config {
@@ -238,7 +246,8 @@ impl Config {
                 max: jitter_max.unwrap_or(Duration::from_secs(1)),
             },
         };
-        if jitter_max.is_some() && !matches!(jitter, Jitter::Additive { .. }) {
+        // --compare runs additive jitter too, so --jitter-max has an effect there.
+        if jitter_max.is_some() && !matches!(jitter, Jitter::Additive { .. }) && !cli.sim.compare {
             return Err(UsageError(format!(
                 "--jitter-max has no effect with {jitter_name} {}: it sets the random part of --jitter additive",
                 jitter.name()
@@ -356,6 +365,7 @@ impl Config {
             max_attempts = Some(1);
         }
 
+        let state = state::from_args(cli.state)?;
         let http = http::from_args(cli.http)?;
         if http.is_some() {
             if !cli.command.is_empty() {
@@ -392,7 +402,46 @@ impl Config {
             None => (None, crate::classify::HttpRules::default()),
         };
 
-        let mode = if cli.dry_run {
+        let sim = sim::from_args(cli.sim)?.map(|mut s| {
+            s.additive_max = jitter_max.unwrap_or(Duration::from_secs(1));
+            s
+        });
+        if sim.is_some() {
+            for (flag, given) in [
+                ("COMMAND", !cli.command.is_empty()),
+                ("--http", http_request.is_some()),
+                ("--dry-run", cli.dry_run),
+                ("--state-show", state.show),
+                // RETRY_TIMEOUT set for the user's real runs does not
+                // stand in the way of a simulation; --timeout given does.
+                (
+                    "--timeout",
+                    cli.timeout.is_some() && !cli.from_env.iter().any(|(id, _)| id == "timeout"),
+                ),
+                ("--retry-on", cli.retry_on.is_some()),
+                ("--stop-on", cli.stop_on.is_some()),
+                ("--success-on", cli.success_on.is_some()),
+                ("--stop-signal", cli.stop_signal.is_some()),
+                ("--kill-after", cli.kill_after.is_some()),
+                ("--foreground", cli.foreground),
+                ("--replay-stdin", cli.replay_stdin),
+            ] {
+                if given {
+                    return Err(UsageError(format!(
+                        "--simulate runs nothing real: it cannot be combined with {flag}"
+                    )));
+                }
+            }
+        }
+        if state.show && (cli.dry_run || http_request.is_some() || !cli.command.is_empty()) {
+            return Err(UsageError(
+                "--state-show only prints the group's state: give it no COMMAND, --http or --dry-run"
+                    .to_string(),
+            ));
+        }
+        let mode = if let Some(sim) = sim {
+            Mode::Simulate { sim }
+        } else if cli.dry_run {
             Mode::DryRun {
                 command: match &http_request {
                     Some(request) => request.display_words(),
@@ -403,7 +452,7 @@ impl Config {
             Mode::Http {
                 request: Box::new(request),
             }
-        } else if cli.command.is_empty() {
+        } else if cli.command.is_empty() && !state.show {
             return Err(UsageError(
                 "missing COMMAND: usage is 'retry [OPTIONS] -- COMMAND [ARG]...', 'retry [OPTIONS] --http URL' or 'retry [OPTIONS] --dry-run'"
                     .to_string(),
@@ -465,6 +514,7 @@ impl Config {
             },
             nesting,
             warn_nested: nested && !nested_single,
+            state,
         })
     }
 }

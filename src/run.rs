@@ -13,9 +13,31 @@ use crate::attempt::{Attempt, Context};
 use crate::backoff::Backoff;
 use crate::classify::{Limit, Status, Verdict, classify, explain};
 use crate::exit;
-use crate::log::{End, Event, Logger, Wait, human, of_max};
+use crate::log::{Countdown, End, Event, Logger, Wait, human, of_max};
 use crate::policy::Policy;
 use crate::signals::Signals;
+use crate::state::{Gate, Next, Session, Stop};
+use crate::wait::{self, Decision};
+
+/// Where the loop reports what happens: the log in real runs, a recorder in
+/// simulations and tests.
+pub trait Sink {
+    /// Shown while a wait runs; dropped before anything else is reported.
+    type Countdown;
+    fn emit(&mut self, event: &Event<'_>);
+    /// A countdown to attempt `next_attempt`, over the whole `wait`.
+    fn countdown(&self, wait: Duration, next_attempt: u32, max: Option<u32>) -> Self::Countdown;
+}
+
+impl Sink for Logger {
+    type Countdown = Countdown;
+    fn emit(&mut self, event: &Event<'_>) {
+        Logger::emit(self, event);
+    }
+    fn countdown(&self, wait: Duration, next_attempt: u32, max: Option<u32>) -> Countdown {
+        Logger::countdown(self, wait, next_attempt, max)
+    }
+}
 
 /// Time as the loop sees it.
 pub trait Clock {
@@ -48,18 +70,20 @@ pub struct Finish {
 
 /// Run attempts until success, a permanent failure, the attempt limit, the
 /// deadline or an interrupt.
-pub async fn run<A, C, R>(
+pub async fn run<A, C, R, S>(
     policy: &Policy,
     attempt: &mut A,
     clock: &C,
     rng: &mut R,
     signals: &mut Signals,
-    log: &mut Logger,
+    log: &mut S,
+    state: &mut Session,
 ) -> Finish
 where
     A: Attempt,
     C: Clock,
     R: Rng + ?Sized,
+    S: Sink,
 {
     let start = clock.now();
     let deadline = policy.max_time.and_then(|d| start.checked_add(d));
@@ -67,6 +91,13 @@ where
     let mut backoff = Backoff::new(policy.delay);
     let mut previous_exit = None;
     let mut number = 0u32;
+
+    // Hook 1: the group's circuit breaker may refuse the whole run.
+    match state.admit(log, signals, deadline).await {
+        Ok(Gate::Run) => {}
+        Ok(Gate::Refused(why)) => return stopped(Stop::Refused(why), 0, max, log),
+        Err(stop) => return stopped(stop, 0, max, log),
+    }
 
     loop {
         // A signal that landed as the last wait ended must not start another attempt.
@@ -102,7 +133,7 @@ where
         let verdict = classify(&status, &policy.rules);
         previous_exit = Some(exit::code(&status, Verdict::Retryable));
 
-        let finish = |end, reason: &str, log: &mut Logger, status: Status| {
+        let finish = |end, reason: &str, log: &mut S, status: Status| {
             let exit_code = exit::code(&status, verdict);
             log.emit(&Event::Done {
                 end,
@@ -118,7 +149,7 @@ where
                 exit_code,
             }
         };
-        let report = |log: &mut Logger, next| {
+        let report = |log: &mut S, next| {
             log.emit(&Event::Attempt {
                 attempt: number,
                 max,
@@ -128,6 +159,18 @@ where
                 next,
             });
         };
+        // Hook 2: the outcome counts against (or refills) the group's budget.
+        match state
+            .record(verdict == Verdict::Success, log, signals, deadline)
+            .await
+        {
+            Ok(()) => {}
+            Err(Stop::Deadline) => {
+                report(log, None);
+                return finish(End::Deadline, STORE_DEADLINE, log, status);
+            }
+            Err(stop) => return stopped(stop, number, max, log),
+        }
 
         match verdict {
             Verdict::Success => {
@@ -170,52 +213,80 @@ where
         let step = backoff.next(rng);
         let now = clock.now();
         let retry_after = status.retry_after();
-        if let (Some(after), Some(deadline)) = (retry_after, deadline)
-            && now.checked_add(after).is_none_or(|at| at >= deadline)
-        {
-            report(log, None);
-            let reason = format!(
-                "the server's Retry-After ({}) points past --max-time ({} left)",
-                human(after),
-                human(deadline.saturating_duration_since(now))
-            );
-            return finish(End::Deadline, &reason, log, status);
-        }
-        // Retry-After is the earliest the server wants us back, so it is a
-        // floor that the jittered delay is added on top of, not a value to
-        // take the maximum with: clients told the same Retry-After whose own
-        // delays are shorter would all return at that instant, in one wave.
-        // Added, they spread over [after, after + ceiling] as the jitter kind
-        // spreads any other retry.
-        let delay = retry_after.map_or(step.delay, |after| after.saturating_add(step.delay));
-        let wake = now.checked_add(delay);
-        if let Some(deadline) = deadline
-            && wake.is_none_or(|w| w >= deadline)
-        {
-            report(log, None);
-            let reason = format!(
-                "the next attempt would start after --max-time ({} from now, {} left)",
-                human(delay),
-                human(deadline.saturating_duration_since(now))
-            );
-            return finish(End::Deadline, &reason, log, status);
-        }
+        let own = wait::Input {
+            step,
+            retry_after,
+            now,
+            deadline,
+            pace_slot: None,
+        };
+        let delay = match wait::decide(own) {
+            Decision::Sleep { delay, .. } => delay,
+            Decision::GiveUp(why) => {
+                report(log, None);
+                return finish(End::Deadline, &why.reason(), log, status);
+            }
+        };
+        // Hook 3: the group's budget must allow the retry, and its pace may
+        // push the start to a later slot (never past --max-time).
+        let slot = match state.plan(delay, log, signals, deadline).await {
+            // The group's slot, when pacing pushes the start past the
+            // retry's own backoff.
+            Ok(Next::Go { wait, paced }) => (!paced.is_zero())
+                .then(|| clock.now().checked_add(wait))
+                .flatten(),
+            Ok(Next::BudgetSpent { tokens, max: of }) => {
+                report(log, None);
+                let reason = format!(
+                    "the group's retry budget is spent ({tokens} of {of} tokens; retries need more than {})",
+                    of / 2.0
+                );
+                return finish(End::Refused, &reason, log, status);
+            }
+            Ok(Next::PastDeadline { wait }) => {
+                report(log, None);
+                let reason = format!(
+                    "the group's next pace slot is after --max-time ({} from now, {} left)",
+                    human(wait),
+                    human(deadline.map_or(Duration::ZERO, |d| d.saturating_duration_since(now)))
+                );
+                return finish(End::Deadline, &reason, log, status);
+            }
+            Err(Stop::Deadline) => {
+                report(log, None);
+                return finish(End::Deadline, STORE_DEADLINE, log, status);
+            }
+            Err(stop) => return stopped(stop, number, max, log),
+        };
+        // The wait itself, the pace slot included, from the one place that
+        // decides waits.
+        let now = clock.now();
+        let (wake, delay, wait) = match wait::decide(wait::Input {
+            now,
+            pace_slot: slot,
+            ..own
+        }) {
+            Decision::Sleep { until, delay, wait } => (until, delay, wait),
+            Decision::GiveUp(why) => {
+                report(log, None);
+                return finish(End::Deadline, &why.reason(), log, status);
+            }
+        };
         report(
             log,
             Some(Wait {
-                delay,
+                delay: wait,
                 ceiling: step.ceiling,
                 jitter: policy.delay.jitter.name(),
+                paced: wait.saturating_sub(delay),
             }),
         );
         if let Some(sig) = signals.interrupted() {
             return interrupted_in_wait(sig as i32, number, max, log);
         }
-        // Far beyond any real delay: saturate instead of overflowing.
-        let wake = wake.unwrap_or_else(|| now + Duration::from_secs(u32::MAX.into()));
         // The countdown lives only while no child runs, and is erased before
-        // anything else is logged.
-        let countdown = log.countdown(step.delay, number.saturating_add(1), max);
+        // anything else is logged. It counts the whole wait, Retry-After included.
+        let countdown = log.countdown(wait, number.saturating_add(1), max);
         let interrupt = tokio::select! {
             () = clock.sleep_until(wake) => None,
             sig = signals.next_interrupt() => Some(sig),
@@ -227,7 +298,41 @@ where
     }
 }
 
-fn interrupted_in_wait(sig: i32, attempts: u32, max: Option<u32>, log: &mut Logger) -> Finish {
+const STORE_DEADLINE: &str = "--max-time ran out while asking the shared state store";
+
+/// The run ends on shared state's word: a refusal, an interrupt or the
+/// deadline while the store was asked, or a required store that failed.
+fn stopped<S: Sink>(stop: Stop, attempts: u32, max: Option<u32>, log: &mut S) -> Finish {
+    let (end, status, reason) = match stop {
+        Stop::Interrupted(sig) => return interrupted_in_wait(sig as i32, attempts, max, log),
+        Stop::Refused(why) => (End::Refused, Status::Exited(exit::REFUSED.into()), why),
+        Stop::Deadline => (
+            End::Deadline,
+            Status::TimedOut {
+                limit: Limit::Deadline,
+                after: Duration::ZERO,
+            },
+            STORE_DEADLINE.to_string(),
+        ),
+        Stop::Failed(why) => (End::Permanent, Status::Exited(exit::INTERNAL.into()), why),
+    };
+    let exit_code = exit::code(&status, Verdict::Permanent);
+    log.emit(&Event::Done {
+        end,
+        attempts,
+        max,
+        exit_code,
+        reason: &reason,
+    });
+    Finish {
+        status,
+        end,
+        attempts,
+        exit_code,
+    }
+}
+
+fn interrupted_in_wait<S: Sink>(sig: i32, attempts: u32, max: Option<u32>, log: &mut S) -> Finish {
     let status = Status::Interrupted(sig);
     let exit_code = exit::code(&status, Verdict::Permanent);
     let reason = format!(
@@ -323,10 +428,36 @@ mod tests {
         Logger::open(&opts, Instant::now()).expect("stderr logger")
     }
 
-    fn go(
+    /// A sink that keeps what the loop reported.
+    #[derive(Default)]
+    struct Recorder {
+        delays: Vec<Duration>,
+        ends: Vec<End>,
+        countdowns: RefCell<Vec<Duration>>,
+    }
+
+    impl Sink for Recorder {
+        type Countdown = ();
+        fn emit(&mut self, event: &Event<'_>) {
+            match event {
+                Event::Attempt {
+                    next: Some(wait), ..
+                } => self.delays.push(wait.delay),
+                Event::Done { end, .. } => self.ends.push(*end),
+                _ => {}
+            }
+        }
+        fn countdown(&self, wait: Duration, _: u32, _: Option<u32>) {
+            self.countdowns.borrow_mut().push(wait);
+        }
+    }
+
+    fn go_with<S: Sink>(
         policy: &Policy,
         statuses: Vec<Status>,
         takes: Duration,
+        signals: &mut Signals,
+        sink: &mut S,
     ) -> (Finish, Vec<Duration>, Vec<Context>) {
         let clock = Rc::new(FakeClock {
             now: Cell::new(Instant::now()),
@@ -348,11 +479,79 @@ mod tests {
             &mut attempt,
             clock.as_ref(),
             &mut rng,
-            &mut Signals::none(),
-            &mut quiet(),
+            signals,
+            sink,
+            &mut crate::state::Session::none(),
         ));
         let sleeps = clock.sleeps.borrow().clone();
         (finish, sleeps, attempt.seen)
+    }
+
+    fn go(
+        policy: &Policy,
+        statuses: Vec<Status>,
+        takes: Duration,
+    ) -> (Finish, Vec<Duration>, Vec<Context>) {
+        go_with(policy, statuses, takes, &mut Signals::none(), &mut quiet())
+    }
+
+    #[test]
+    fn the_sink_hears_each_wait_and_the_countdown_counts_all_of_it() {
+        let ok = Status::Http {
+            code: 200,
+            retry_after: None,
+        };
+        let mut rec = Recorder::default();
+        let statuses = vec![told_to_wait(5), Status::Exited(1), ok];
+        let (f, sleeps, _) = go_with(
+            &policy(Some(5)),
+            statuses,
+            Duration::ZERO,
+            &mut Signals::none(),
+            &mut rec,
+        );
+        assert_eq!(f.end, End::Success);
+        assert_eq!(rec.delays, vec![secs(6), secs(2)]);
+        assert_eq!(rec.delays, sleeps);
+        assert_eq!(*rec.countdowns.borrow(), vec![secs(6), secs(2)]);
+        assert_eq!(rec.ends, vec![End::Success]);
+    }
+
+    #[test]
+    fn a_terminating_signal_ends_the_run_instead_of_the_next_wait() {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut signals = Signals::from_channel(rx);
+        tx.send(nix::sys::signal::Signal::SIGTERM).expect("send");
+        let mut rec = Recorder::default();
+        let (f, sleeps, seen) = go_with(
+            &policy(Some(5)),
+            vec![],
+            Duration::ZERO,
+            &mut signals,
+            &mut rec,
+        );
+        assert_eq!((f.end, f.attempts, f.exit_code), (End::Interrupted, 1, 143));
+        assert!(sleeps.is_empty());
+        assert_eq!(seen.len(), 1);
+        assert_eq!(rec.ends, vec![End::Interrupted]);
+    }
+
+    #[test]
+    fn a_signal_that_stays_in_the_channel_does_nothing() {
+        // A non-terminating signal (USR1) is only passed on; with no child
+        // between attempts it is dropped and the run goes on.
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let mut signals = Signals::from_channel(rx);
+        tx.send(nix::sys::signal::Signal::SIGUSR1).expect("send");
+        let (f, sleeps, _) = go_with(
+            &policy(Some(3)),
+            vec![],
+            Duration::ZERO,
+            &mut signals,
+            &mut Recorder::default(),
+        );
+        assert_eq!((f.end, f.attempts), (End::Exhausted, 3));
+        assert_eq!(sleeps, vec![secs(1), secs(2)]);
     }
 
     fn secs(s: u64) -> Duration {

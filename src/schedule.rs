@@ -1,17 +1,20 @@
 //! `--dry-run`: the delay schedule a policy produces, as a table.
 //!
-//! Pure: draws from the same `backoff` code as a real run, with the same seed,
-//! so the table shows exactly the waits a run with that seed would make
-//! (as long as no attempt outlasts `--reset-after`).
+//! Pure: a one-client run of the simulator against a server that always
+//! fails, drawing from the same `backoff` and `wait` code as a real run with
+//! the same seed, so the table shows exactly the waits a run with that seed
+//! would make (as long as no attempt outlasts `--reset-after`).
 
 use std::fmt::Write;
 use std::time::Duration;
 
 use rand::Rng;
 
-use crate::backoff::{Backoff, Growth, Jitter};
-use crate::log::{human, shell_line};
+use crate::backoff::{Growth, Jitter};
+use crate::log::{End, Event, Wait, human, shell_line};
 use crate::policy::Policy;
+use crate::run::Sink;
+use crate::sim::Model;
 
 /// Most rows shown: `--forever` has no last retry, and a huge `--max`
 /// would print for ever. The remainder is summarised in one line.
@@ -40,36 +43,66 @@ pub struct Schedule {
 }
 
 /// The schedule: rows until the attempts run out, `--max-time` would be
-/// passed, or [`MAX_ROWS`].
+/// passed, or [`MAX_ROWS`]. It is a one-client simulation against a server
+/// that always fails, so the waits come from the very code a real run uses.
+/// Attempts take no time here, so `--reset-after` never applies.
 pub fn schedule<R: Rng + ?Sized>(policy: &Policy, rng: &mut R) -> Schedule {
     let retries = policy.max_attempts.map(|m| u64::from(m.saturating_sub(1)));
     let shown = retries.map_or(MAX_ROWS, |r| r.min(u64::from(MAX_ROWS)) as u32);
-    let mut backoff = Backoff::new(policy.delay);
+    let one = Policy {
+        max_attempts: Some(shown + 1),
+        reset_after: None,
+        ..policy.clone()
+    };
+    let mut rec = Recorder::default();
+    crate::sim::simulate(&one, Model::AlwaysFail, 1, rng, &mut rec);
     let mut total = Duration::ZERO;
-    let mut rows = Vec::new();
-    for _ in 0..shown {
-        let step = backoff.next(rng);
-        total = total.saturating_add(step.delay);
-        if policy.max_time.is_some_and(|m| total >= m) {
-            return Schedule {
-                rows,
-                cut_by_deadline: true,
-                more: Some(0),
-            };
-        }
-        rows.push(Row {
-            retry: step.retry,
-            ceiling: step.ceiling,
-            delay: step.delay,
-            total,
-            worst: policy.delay.worst_case(step.retry),
-        });
+    let rows = rec
+        .waits
+        .iter()
+        .zip(1u32..)
+        .map(|(w, retry)| {
+            total = total.saturating_add(w.delay);
+            Row {
+                retry,
+                ceiling: w.ceiling,
+                delay: w.delay,
+                total,
+                worst: policy.delay.worst_case(retry),
+            }
+        })
+        .collect();
+    if rec.end == Some(End::Deadline) {
+        return Schedule {
+            rows,
+            cut_by_deadline: true,
+            more: Some(0),
+        };
     }
     Schedule {
         rows,
         cut_by_deadline: false,
         more: retries.map(|r| r - u64::from(shown)),
     }
+}
+
+/// What the one simulated client reported.
+#[derive(Default)]
+struct Recorder {
+    waits: Vec<Wait>,
+    end: Option<End>,
+}
+
+impl Sink for Recorder {
+    type Countdown = ();
+    fn emit(&mut self, event: &Event<'_>) {
+        match event {
+            Event::Attempt { next: Some(w), .. } => self.waits.push(*w),
+            Event::Done { end, .. } => self.end = Some(*end),
+            _ => {}
+        }
+    }
+    fn countdown(&self, _: Duration, _: u32, _: Option<u32>) {}
 }
 
 /// The printed report.

@@ -144,6 +144,17 @@ impl Signals {
         }
     }
 
+    /// Signals fed through a channel as if caught: how tests drive the
+    /// loop's handling of signals without sending real ones. Once every
+    /// sender is gone, no further signal arrives.
+    pub fn from_channel(rx: mpsc::UnboundedReceiver<Signal>) -> Signals {
+        Signals {
+            rx,
+            _tx: None,
+            interrupted: None,
+        }
+    }
+
     /// The next caught signal. Pending forever once no signal can arrive.
     pub async fn recv(&mut self) -> Signal {
         match self.rx.recv().await {

@@ -33,7 +33,46 @@ pub fn files() -> Vec<(String, Vec<u8>)> {
     }
     out.push(completion(clap_complete_nushell::Nushell, name));
     out.push(("man/retry.1".to_string(), man_page()));
+    out.push((STORM.0.to_string(), storm()));
     out
+}
+
+/// The README's chart: where it lives and the `retry` flags that draw it
+/// (the same as `retry ARGS --plot PATH`).
+pub const STORM: (&str, &[&str]) = (
+    "docs/storm.svg",
+    &[
+        "--simulate",
+        "1000",
+        "--outage",
+        "5s",
+        "--base",
+        "100ms",
+        "--cap",
+        "10s",
+        "--max",
+        "30",
+        "--compare",
+        "--seed",
+        "1",
+    ],
+);
+
+/// The README's chart, drawn by the same code as `--plot`.
+fn storm() -> Vec<u8> {
+    use clap::Parser;
+    let cli = Cli::parse_from(std::iter::once("retry").chain(STORM.1.iter().copied()));
+    let config = retry_tool::policy::Config::from_cli(cli, Default::default())
+        .expect("the chart's flags are valid");
+    let retry_tool::policy::Mode::Simulate { sim } = &config.mode else {
+        panic!("the chart's flags ask for a simulation");
+    };
+    let seed = config.policy.seed.expect("the chart's flags give a seed");
+    let runs = retry_tool::sim::cmd::runs(&config.policy, sim, || retry_tool::rng::seeded(seed));
+    let title = retry_tool::sim::cmd::heading(&config.policy, sim, seed);
+    retry_tool::sim::plot::svg(&title, &runs, sim.model.recovery())
+        .expect("drawing to memory cannot fail")
+        .into_bytes()
 }
 
 fn completion(shell: impl Generator, name: &str) -> (String, Vec<u8>) {
@@ -136,47 +175,38 @@ fn our_sections(cmd: &clap::Command) -> Roff {
         "DUR is a number of seconds in any form sleep(1) and timeout(1) accept (30, 0.25, .5, 1e-3, 2.5e1), optionally followed by s, m, h or d, or a duration with units such as 250ms, 1.5s, 2m or 1h 30m. Any number of decimals is read exactly, and a positive value below a nanosecond counts as one nanosecond, never as zero. Negative durations are refused. For --timeout and --max-time, 0 and inf (or infinity) mean no limit.",
     );
 
-    section(&mut r, "EXIT STATUS");
-    for (code, meaning) in [
-        ("0", "Success."),
-        (
-            "the last attempt's code",
-            "Command mode, gave up (attempts or --max-time exhausted) or failed permanently: the exit code of the last attempt.",
-        ),
-        (
-            "124",
-            "The last attempt was stopped by --timeout or --max-time.",
-        ),
-        (
-            "126, 127",
-            "COMMAND could not be executed, or was not found. Never retried.",
-        ),
-        (
-            "128+N",
-            "The last attempt died of signal N, not sent by retry.",
-        ),
-        (
-            "129, 130, 131, 143",
-            "retry itself got SIGHUP, SIGINT, SIGQUIT or SIGTERM: it stopped the child (forwarding the signal), did not retry, and exits 128+N.",
-        ),
-        (
-            "2",
-            "Usage error: a bad flag, value or environment variable, reported on stderr (even with --log-file) in one line naming the flag or variable and the accepted form. Nothing is run or created.",
-        ),
-        (
-            "125",
-            "retry's own failure, such as a log file it cannot write.",
-        ),
-        (
-            "22",
-            "HTTP mode: the final status was not accepted (as curl --fail).",
-        ),
-        ("6", "HTTP mode: the host name could not be resolved."),
-        ("7", "HTTP mode: could not connect."),
-        ("28", "HTTP mode: timed out."),
-        ("35", "HTTP mode: TLS error."),
+    section(&mut r, "PROCESSES AND SIGNALS");
+    for text in [
+        "Each attempt runs in its own process group. On --timeout or --max-time the group gets the stop signal together with SIGCONT, then SIGKILL after --kill-after. When the attempt's main process ends, anything left in its group gets the stop signal at once and SIGKILL after --kill-after; --max-time or a second interrupt cuts that grace short, and -v says how many processes were stopped.",
+        "retry is a child subreaper: what an attempt abandons is reparented to retry and reaped by it, so zombies never hold clean-up up, also when retry is PID 1 of a container. If retry dies, even by SIGKILL, the attempt's main process is killed too.",
+        "SIGTERM, SIGHUP, SIGINT, SIGQUIT, SIGUSR1 and SIGUSR2 are passed on to the attempt's group; the first four end the run (exit 128+N). A signal ignored when retry started (nohup) stays ignored, by retry and by COMMAND; so does SIGPIPE. SIGCHLD is reset to its default at start.",
+        "On a terminal, when retry runs in the foreground, each attempt's group is given the terminal while it runs and retry takes it back afterwards, as a shell does with a job: programs that prompt work, Ctrl-C ends the run with 130, and Ctrl-Z stops retry's whole job for the shell's fg or bg. Started in the background, retry never takes the terminal.",
+        "A command killed by SIGPIPE is not retried (its reader is gone) unless --retry-on names 141. A command that cannot start because processes, memory or descriptors are short is retried, and exits 125 if that lasts; one that is missing exits 127 and is named.",
     ] {
-        tagged(&mut r, bold(code), meaning);
+        para(&mut r, text);
+    }
+
+    section(&mut r, "LOGGING");
+    for text in [
+        "The log goes to stderr; stdout is COMMAND's alone. With --log-file, the file receives every event whatever -q or -v say, and stderr only the final give-up line in plain text (-qq: nothing; -v: the ordinary log too).",
+        "In JSON (--log-format json) each line is one object with the fields event, time (RFC 3339, UTC), elapsed_ms, run (a random id of this invocation) and pid, plus the event's own; the events are start, attempt_start, attempt, sleep, done, warning, note and error. Attempt outcomes are success, retryable, permanent, timeout, deadline and interrupted.",
+        "Secrets in the logged command line are shown as ***: URL passwords, secret-looking query parameters, header-shaped arguments such as Authorization: Bearer, -u user:password, and values of options named like a password, token, secret or key.",
+    ] {
+        para(&mut r, text);
+    }
+
+    section(&mut r, "EXIT STATUS");
+    // The one table of exit statuses, shared with --help and the README.
+    for row in retry_tool::exit::TABLE {
+        let mut meaning = row.meaning.to_string();
+        // A sentence, unless it opens with retry's own name.
+        if !meaning.starts_with("retry")
+            && let Some(first) = meaning.get_mut(..1)
+        {
+            first.make_ascii_uppercase();
+        }
+        meaning.push('.');
+        tagged(&mut r, bold(row.status), &meaning);
     }
 
     section(&mut r, "ENVIRONMENT");
@@ -211,6 +241,18 @@ fn our_sections(cmd: &clap::Command) -> Roff {
         (
             "GITHUB_ACTIONS",
             "When true, --ci-annotations auto writes a ::warning:: line for each failed attempt and an ::error:: line on giving up, which GitHub Actions shows as annotations.",
+        ),
+        (
+            "XDG_STATE_HOME, HOME",
+            "Where shared state lives without --state: $XDG_STATE_HOME/retry, else ~/.local/state/retry.",
+        ),
+        (
+            "SSL_CERT_FILE, SSL_CERT_DIR",
+            "When set, the CA certificates trusted for https:// in HTTP mode and for a rediss:// state store are read from this PEM file or these directories (colon-separated) instead of the system's. --cacert adds to them for https://.",
+        ),
+        (
+            "HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY",
+            "HTTP mode: the proxy to use, and hosts reached without one (also in lower case).",
         ),
     ] {
         tagged(&mut r, bold(name), meaning);
@@ -262,6 +304,14 @@ fn our_sections(cmd: &clap::Command) -> Roff {
         &[
             "retry --max-time 5m --cap 15s --http http://localhost:8080/healthz",
             "retry --max-time 5m -- curl -fsS http://localhost:8080/healthz",
+        ],
+    );
+    example(
+        &mut r,
+        "Jobs that cron starts every minute on one host share a retry budget and a circuit breaker; a fleet shares them, and a pace for its retries, through Redis:",
+        &[
+            "* * * * * retry --group db-jobs --budget 20 --breaker 3:5m --max-time 50s -q -- /usr/local/bin/sync",
+            "RETRY_GROUP=registry RETRY_STATE=rediss://redis.internal:6380/0 retry --pace 50/s --budget --breaker -- docker pull app",
         ],
     );
     example(

@@ -2,21 +2,51 @@
 //!
 //! One client per run, reused by every attempt, so a retry can ride the
 //! connection the previous attempt left open. reqwest's own retries are off:
-//! the retry loop is the only place that decides to try again. The response
-//! body is read in full before the attempt counts as done, so a connection
-//! that breaks mid-body is a failed attempt and never half a body on stdout;
-//! the caller delivers the last body once the run is known to have succeeded.
+//! the retry loop is the only place that decides to try again. An accepted
+//! response's body is streamed as it arrives to its [`Sink`]: stdout, or a
+//! temporary file beside `-o FILE` that the caller renames into place once
+//! the run has succeeded. Memory stays flat whatever the body's size. The
+//! body of a response that is not accepted is discarded unread.
 
-use std::sync::Arc;
+mod tls;
+
+use std::io::{Seek, Write};
+use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
+use nix::sys::signal::Signal;
 use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
-use reqwest::{Client, Method, Url};
+use reqwest::{Client, Method, Response, Url};
+use rustls::pki_types::CertificateDer;
 
-use super::{Attempt, Context};
-use crate::classify::{Limit, NetFailure, Status};
+use super::{Attempt, Context, Details};
+use crate::classify::{Limit, NetFailure, Status, StatusSet};
 use crate::policy::{HttpOptions, IdempotencyKey};
-use crate::signals::{Signals, is_terminating};
+use crate::signals::{Signals, is_terminating, suspend_self};
+
+/// Where an accepted response's body goes.
+pub enum Sink {
+    Stdout,
+    /// `-o` naming something that is not a regular file (`/dev/null`, a
+    /// FIFO): written directly, as stdout is.
+    Direct(std::fs::File),
+    /// `-o FILE`: a temporary file in FILE's directory, renamed to FILE on
+    /// success and removed otherwise.
+    File {
+        target: PathBuf,
+        temp: tempfile::NamedTempFile,
+    },
+}
+
+/// Everything read and checked before the first request: the final headers
+/// (with `-H @FILE`'s and the body's Content-Type), the body, `--cacert`'s
+/// certificates, and where the body goes.
+pub struct Prepared {
+    pub headers: HeaderMap,
+    pub body: Option<Vec<u8>>,
+    pub extra_roots: Vec<CertificateDer<'static>>,
+    pub sink: Sink,
+}
 
 /// Probes one URL per attempt.
 pub struct HttpAttempt {
@@ -24,20 +54,40 @@ pub struct HttpAttempt {
     method: Method,
     url: Url,
     headers: HeaderMap,
-    /// `--data`, sent again with every attempt.
+    /// `--data` or `--json`, sent again with every attempt.
     body: Option<Vec<u8>>,
-    last_body: Option<Vec<u8>>,
+    /// Statuses whose body is delivered (`--expect`).
+    expect: StatusSet,
+    sink: Sink,
+    /// With `-v`: the start of a failed response's body, for the log.
+    excerpts: bool,
+    notes: Vec<String>,
+}
+
+/// How much of a failed response's body `-v` shows, and how long retry
+/// waits for it: enough to read the server's complaint, never a whole page.
+const EXCERPT_BYTES: usize = 200;
+const EXCERPT_WAIT: Duration = Duration::from_millis(500);
+
+/// Why the body could not be delivered.
+enum Delivery {
+    /// The connection broke before the body's end.
+    Cut(reqwest::Error),
+    /// Writing it failed.
+    Write(std::io::Error),
 }
 
 impl HttpAttempt {
-    /// Build the client and the request every attempt repeats. `body` is the
-    /// `--data` already read. Fails only when the HTTP client cannot be set up.
-    pub fn new(opts: &HttpOptions, body: Option<Vec<u8>>) -> Result<HttpAttempt, String> {
-        let client = build_client(opts).map_err(|e| format!("cannot set up HTTP: {}", root(&e)))?;
-        let mut headers = HeaderMap::with_capacity(opts.headers.len() + 1);
-        for (name, value) in &opts.headers {
-            headers.append(name.clone(), value.clone());
-        }
+    /// Build the client and the request every attempt repeats. Fails only
+    /// when the HTTP client cannot be set up.
+    pub fn new(
+        opts: &HttpOptions,
+        prepared: Prepared,
+        expect: StatusSet,
+        excerpts: bool,
+    ) -> Result<HttpAttempt, String> {
+        let client = build_client(opts, prepared.extra_roots)?;
+        let mut headers = prepared.headers;
         let key = match &opts.idempotency_key {
             None => None,
             Some(IdempotencyKey::Given(v)) => Some(v.clone()),
@@ -56,14 +106,17 @@ impl HttpAttempt {
             method: opts.method.clone(),
             url: opts.url.clone(),
             headers,
-            body,
-            last_body: None,
+            body: prepared.body,
+            expect,
+            sink: prepared.sink,
+            excerpts,
+            notes: Vec::new(),
         })
     }
 
-    /// The body of the last response, taken out.
-    pub fn take_body(&mut self) -> Option<Vec<u8>> {
-        self.last_body.take()
+    /// Where the body went; the caller renames a `-o` file into place.
+    pub fn into_sink(self) -> Sink {
+        self.sink
     }
 
     async fn exchange(&mut self) -> Status {
@@ -85,19 +138,111 @@ impl HttpAttempt {
             .get(RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, SystemTime::now()));
-        match response.bytes().await {
-            Ok(body) => {
-                self.last_body = Some(body.to_vec());
-                Status::Http { code, retry_after }
+        if !self.expect.contains(code) {
+            if self.excerpts {
+                let start = excerpt(response).await;
+                if !start.is_empty() {
+                    self.notes.push(format!("HTTP {code} body begins: {start}"));
+                }
             }
-            Err(e) => failure(&e),
+            // Dropping the response closes its connection unread: a large
+            // error page costs nothing.
+            return Status::Http { code, retry_after };
         }
+        match self.deliver(response).await {
+            Ok(()) => Status::Http { code, retry_after },
+            Err((Delivery::Cut(e), delivered)) => Status::Net {
+                failure: if delivered {
+                    NetFailure::TruncatedOutput
+                } else {
+                    NetFailure::Truncated
+                },
+                detail: root(&e),
+            },
+            Err((Delivery::Write(e), _)) => Status::Net {
+                failure: NetFailure::Write,
+                detail: match (&self.sink, e.kind()) {
+                    (Sink::Stdout, std::io::ErrorKind::BrokenPipe) => {
+                        "stdout was closed by its reader".to_string()
+                    }
+                    (Sink::Stdout, _) => format!("stdout: {e}"),
+                    (Sink::Direct(_), _) => format!("--output: {e}"),
+                    (Sink::File { target, .. }, _) => format!("{}: {e}", target.display()),
+                },
+            },
+        }
+    }
+
+    /// Stream the body to the sink, chunk by chunk. On failure, also says
+    /// whether any of it already reached stdout (which cannot be taken back).
+    async fn deliver(&mut self, mut response: Response) -> Result<(), (Delivery, bool)> {
+        let mut delivered = false;
+        if let Sink::File { temp, .. } = &mut self.sink {
+            // A previous attempt's partial body must not survive.
+            let f = temp.as_file_mut();
+            f.set_len(0)
+                .and_then(|()| f.rewind())
+                .map_err(|e| (Delivery::Write(e), false))?;
+        }
+        loop {
+            let chunk = match response.chunk().await {
+                Ok(Some(c)) => c,
+                Ok(None) => break,
+                Err(e) => return Err((Delivery::Cut(e), delivered)),
+            };
+            let written = match &mut self.sink {
+                Sink::Stdout => std::io::stdout().lock().write_all(&chunk),
+                Sink::Direct(f) => f.write_all(&chunk),
+                Sink::File { temp, .. } => temp.as_file_mut().write_all(&chunk),
+            };
+            written.map_err(|e| (Delivery::Write(e), delivered))?;
+            delivered |= !matches!(self.sink, Sink::File { .. }) && !chunk.is_empty();
+        }
+        let flushed = match &mut self.sink {
+            Sink::Stdout => std::io::stdout().lock().flush(),
+            Sink::Direct(f) => f.flush(),
+            Sink::File { temp, .. } => temp.as_file_mut().flush(),
+        };
+        flushed.map_err(|e| (Delivery::Write(e), delivered))
     }
 }
 
+/// The first bytes of a body, masked, on one line, waiting only briefly
+/// for them.
+async fn excerpt(mut response: Response) -> String {
+    let mut bytes = Vec::new();
+    let read = async {
+        while bytes.len() < EXCERPT_BYTES {
+            match response.chunk().await {
+                Ok(Some(c)) => bytes.extend_from_slice(&c),
+                _ => break,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(EXCERPT_WAIT, read).await;
+    let cut = bytes.len().min(EXCERPT_BYTES);
+    // Masked line by line first, then flattened onto one line.
+    let masked = crate::mask::text(&String::from_utf8_lossy(&bytes[..cut]));
+    let mut text: String = masked
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    text = text.trim().to_string();
+    if bytes.len() > EXCERPT_BYTES {
+        text.push_str(" ...");
+    }
+    text
+}
+
 impl Attempt for HttpAttempt {
+    fn details(&mut self) -> Details {
+        Details {
+            duration: None,
+            notes: std::mem::take(&mut self.notes),
+        }
+    }
+
     async fn run(&mut self, ctx: &Context, signals: &mut Signals) -> Status {
-        self.last_body = None;
         let limit = ctx.deadline.map_or(Limit::Attempt, |(_, l)| l);
         let wake = ctx.deadline.map(|(at, _)| at);
         let exchange = self.exchange();
@@ -107,7 +252,9 @@ impl Attempt for HttpAttempt {
                 status = &mut exchange => return status,
                 () = sleep_until(wake) => {
                     // Dropping the exchange closes its connection: nothing of
-                    // a late response can leak into the next attempt.
+                    // a late response can leak into the next attempt. A DNS
+                    // lookup still under way is left to its thread, which
+                    // retry does not wait for.
                     return Status::Net {
                         failure: NetFailure::TimedOut(limit),
                         detail: String::new(),
@@ -116,6 +263,10 @@ impl Attempt for HttpAttempt {
                 sig = signals.recv() => {
                     if is_terminating(sig) {
                         return Status::Interrupted(sig as i32);
+                    }
+                    if sig == Signal::SIGTSTP {
+                        // Ctrl-Z: stop until `fg` or `bg`, as in command mode.
+                        suspend_self();
                     }
                 }
             }
@@ -130,55 +281,37 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
-fn build_client(opts: &HttpOptions) -> reqwest::Result<Client> {
-    let mut builder = Client::builder()
+fn build_client(
+    opts: &HttpOptions,
+    extra_roots: Vec<CertificateDer<'static>>,
+) -> Result<Client, String> {
+    // The TLS set-up costs nothing until a TLS connection is made (the
+    // roots are read then), so an http:// URL may be redirected to https://.
+    let tls = tls::client_config(extra_roots, opts.insecure)
+        .map_err(|e| format!("cannot set up TLS: {}", tls::explain(&e)))?;
+    Client::builder()
         .retry(reqwest::retry::never())
-        .user_agent(concat!("retry/", env!("CARGO_PKG_VERSION")));
-    if let Some(t) = opts.connect_timeout {
-        builder = builder.connect_timeout(t);
-    }
-    if opts.url.scheme() == "https" {
-        // reqwest is built without a provider of its own; it takes the
-        // process default, and verifies against the system's roots.
-        // Installing fails only if one is installed already, which is fine.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    } else {
-        // Loading the system's root certificates costs milliseconds that a
-        // plain http:// probe would pay on every run for nothing. Give
-        // reqwest a TLS set-up with no trusted roots instead: nothing can be
-        // verified with it, so a redirect to https:// fails as a TLS error
-        // rather than ever being trusted blindly; the redirect policy below
-        // stops such a redirect first and reports the 3xx.
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map(|b| {
-                b.with_root_certificates(rustls::RootCertStore::empty())
-                    .with_no_client_auth()
-            });
-        if let Ok(tls) = tls {
-            builder =
-                builder
-                    .tls_backend_preconfigured(tls)
-                    .redirect(reqwest::redirect::Policy::custom(|attempt| {
-                        if attempt.url().scheme() == "https" {
-                            attempt.stop()
-                        } else if attempt.previous().len() >= 10 {
-                            attempt.error("more than 10 redirects")
-                        } else {
-                            attempt.follow()
-                        }
-                    }));
-        }
-    }
-    builder.build()
+        .user_agent(concat!("retry/", env!("CARGO_PKG_VERSION")))
+        .connect_timeout(opts.connect_timeout)
+        .tls_backend_preconfigured(tls)
+        // The URL we came from is nobody else's business; reqwest already
+        // drops Authorization, Cookie and Proxy-Authorization when a redirect
+        // leaves the origin.
+        .referer(false)
+        .redirect(reqwest::redirect::Policy::limited(10))
+        .build()
+        .map_err(|e| format!("cannot set up HTTP: {}", root(&e)))
 }
 
 /// Classify a failed exchange by what went wrong.
 fn failure(e: &reqwest::Error) -> Status {
-    let kind = if is_tls(e) {
-        NetFailure::Tls
-    } else if e.is_dns() {
+    if let Some(t) = tls_error(e) {
+        return Status::Net {
+            failure: NetFailure::Tls,
+            detail: tls::explain(t),
+        };
+    }
+    let kind = if e.is_dns() {
         NetFailure::Dns
     } else if e.is_connect() && e.is_timeout() {
         NetFailure::ConnectTimeout
@@ -210,16 +343,16 @@ fn cause<'a>(
     err.source()
 }
 
-/// Whether a TLS error is anywhere in the chain.
-fn is_tls(e: &(dyn std::error::Error + 'static)) -> bool {
+/// The TLS error anywhere in the chain, if there is one.
+fn tls_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
     let mut cur = Some(e);
     while let Some(err) = cur {
-        if err.is::<rustls::Error>() {
-            return true;
+        if let Some(t) = err.downcast_ref::<rustls::Error>() {
+            return Some(t);
         }
         cur = cause(err);
     }
-    false
+    None
 }
 
 /// The innermost cause: the most specific wording, and free of the URL

@@ -5,6 +5,7 @@
 //! kind of failure; these rules and the request method decide the verdict.
 
 use std::fmt;
+use std::time::Duration;
 
 use super::{Limit, RangeSet, Rules, Status, Verdict};
 
@@ -41,6 +42,15 @@ pub enum NetFailure {
     TimedOut(Limit),
     /// TLS handshake or certificate failure.
     Tls,
+    /// The response body ended before its declared length: the connection
+    /// broke mid-transfer.
+    Truncated,
+    /// The body was cut short after part of it had gone to stdout, which
+    /// cannot be taken back: not retried, whatever the rules.
+    TruncatedOutput,
+    /// The body could not be written where it goes (stdout closed, `-o`
+    /// failed): a local failure a retry cannot mend.
+    Write,
     /// Anything else: a malformed response, too many redirects, a request
     /// that could not be built. Retrying sends the same thing again.
     Other,
@@ -52,7 +62,12 @@ impl NetFailure {
     pub fn request_may_have_arrived(self) -> bool {
         matches!(
             self,
-            NetFailure::Lost | NetFailure::TimedOut(_) | NetFailure::Other
+            NetFailure::Lost
+                | NetFailure::TimedOut(_)
+                | NetFailure::Other
+                | NetFailure::Truncated
+                | NetFailure::TruncatedOutput
+                | NetFailure::Write
         )
     }
 }
@@ -67,6 +82,9 @@ impl fmt::Display for NetFailure {
             NetFailure::TimedOut(Limit::Attempt) => "timed out by --timeout",
             NetFailure::TimedOut(Limit::Deadline) => "stopped at --max-time",
             NetFailure::Tls => "TLS error",
+            NetFailure::Truncated => "body cut short",
+            NetFailure::TruncatedOutput => "body cut short after part of it was written out",
+            NetFailure::Write => "could not write the body",
             NetFailure::Other => "request failed",
         })
     }
@@ -83,7 +101,13 @@ pub struct HttpRules {
     /// `--idempotency-key` nor `--retry-non-idempotent` was given: failures
     /// after the request may have arrived are then not retried.
     pub unsafe_method: Option<String>,
+    /// The longest Retry-After that is waited for (`--retry-after-max`);
+    /// a server asking for more ends the run at once.
+    pub retry_after_max: Duration,
 }
+
+/// `--retry-after-max`'s default: ten minutes.
+pub const RETRY_AFTER_MAX: Duration = Duration::from_secs(600);
 
 impl Default for HttpRules {
     fn default() -> Self {
@@ -91,18 +115,34 @@ impl Default for HttpRules {
             expect: StatusSet::success(),
             retry_status: StatusSet::retryable(),
             unsafe_method: None,
+            retry_after_max: RETRY_AFTER_MAX,
         }
     }
+}
+
+/// Whether the server asked for a longer wait than `--retry-after-max`.
+fn asks_too_long(status: &Status, rules: &Rules) -> Option<Duration> {
+    status
+        .retry_after()
+        .filter(|after| *after > rules.http.retry_after_max)
 }
 
 /// The verdict before the method is taken into account.
 fn raw(status: &Status, rules: &Rules) -> Verdict {
     match *status {
         Status::Http { code, .. } if rules.http.expect.contains(code) => Verdict::Success,
-        Status::Http { code, .. } if rules.http.retry_status.contains(code) => Verdict::Retryable,
+        Status::Http { code, .. } if rules.http.retry_status.contains(code) => {
+            if asks_too_long(status, rules).is_some() {
+                Verdict::Permanent
+            } else {
+                Verdict::Retryable
+            }
+        }
         Status::Http { .. } => Verdict::Permanent,
         Status::Net { failure, .. } => match failure {
-            NetFailure::Dns | NetFailure::Connect | NetFailure::Lost => Verdict::Retryable,
+            NetFailure::Dns | NetFailure::Connect | NetFailure::Lost | NetFailure::Truncated => {
+                Verdict::Retryable
+            }
             NetFailure::ConnectTimeout | NetFailure::TimedOut(Limit::Attempt) => {
                 if rules.retry_on_timeout {
                     Verdict::Retryable
@@ -112,7 +152,10 @@ fn raw(status: &Status, rules: &Rules) -> Verdict {
             }
             // Past the overall deadline there is no time left to retry in.
             NetFailure::TimedOut(Limit::Deadline) => Verdict::Permanent,
-            NetFailure::Tls | NetFailure::Other => Verdict::Permanent,
+            NetFailure::Tls
+            | NetFailure::Other
+            | NetFailure::Write
+            | NetFailure::TruncatedOutput => Verdict::Permanent,
         },
         _ => Verdict::Permanent,
     }
@@ -147,6 +190,18 @@ pub fn explain(status: &Status, rules: &Rules) -> String {
              not retried without --idempotency-key or --retry-non-idempotent"
         );
     }
+    if let Some(after) = asks_too_long(status, rules)
+        && rules.http.retry_status.contains(match status {
+            Status::Http { code, .. } => *code,
+            _ => 0,
+        })
+    {
+        return format!(
+            "the server asked to wait {} (Retry-After), more than --retry-after-max {}",
+            humantime::format_duration(super::round_ms(after)),
+            humantime::format_duration(super::round_ms(rules.http.retry_after_max))
+        );
+    }
     match status {
         Status::Http { code, .. } if rules.http.expect != StatusSet::success() => {
             format!("HTTP {code} is not in --expect and not retryable")
@@ -154,15 +209,24 @@ pub fn explain(status: &Status, rules: &Rules) -> String {
         Status::Http {
             code: code @ 300..=399,
             ..
-        } => format!(
-            "HTTP {code} is a redirect that was not followed \
-             (an http:// URL is never redirected to https://: give the https:// URL)"
-        ),
+        } => format!("HTTP {code} is a redirect without a Location to follow"),
         Status::Http { code, .. } => format!("HTTP {code} is not retryable"),
         Status::Net {
             failure: NetFailure::ConnectTimeout | NetFailure::TimedOut(Limit::Attempt),
             ..
         } => format!("{status}, and --no-retry-on-timeout is set"),
+        // Nothing more can be delivered: the status says it all.
+        Status::Net {
+            failure: NetFailure::Write,
+            ..
+        } => status.to_string(),
+        Status::Net {
+            failure: NetFailure::TruncatedOutput,
+            ..
+        } => format!(
+            "{status}: what was written to stdout (or a device) cannot be taken back, so it is not retried \
+             (with -o FILE it would be)"
+        ),
         _ => format!("{status} is not retried"),
     }
 }
@@ -207,6 +271,7 @@ mod tests {
             NetFailure::Connect,
             NetFailure::ConnectTimeout,
             NetFailure::Lost,
+            NetFailure::Truncated,
             NetFailure::TimedOut(Limit::Attempt),
         ] {
             assert_eq!(classify(&net(f), &r), Verdict::Retryable, "{f}");
@@ -214,6 +279,7 @@ mod tests {
         for f in [
             NetFailure::Tls,
             NetFailure::Other,
+            NetFailure::Write,
             NetFailure::TimedOut(Limit::Deadline),
         ] {
             assert_eq!(classify(&net(f), &r), Verdict::Permanent, "{f}");
@@ -234,6 +300,7 @@ mod tests {
                 expect: StatusSet::new(vec![(204, 204)]),
                 retry_status: StatusSet::new(vec![(404, 404), (500, 599)]),
                 unsafe_method: None,
+                retry_after_max: RETRY_AFTER_MAX,
             },
             ..Rules::default()
         };
@@ -277,7 +344,41 @@ mod tests {
         assert!(why.contains("--idempotency-key"), "{why}");
         // A status that is permanent anyway is explained as such.
         assert_eq!(explain(&http(404), &r), "HTTP 404 is not retryable");
-        assert!(explain(&http(301), &Rules::default()).contains("https://"));
+        assert!(explain(&http(301), &Rules::default()).contains("Location"));
+    }
+
+    #[test]
+    fn retry_after_beyond_the_maximum_is_final() {
+        let r = Rules::default();
+        let asks = |secs| Status::Http {
+            code: 503,
+            retry_after: Some(std::time::Duration::from_secs(secs)),
+        };
+        assert_eq!(classify(&asks(600), &r), Verdict::Retryable);
+        assert_eq!(classify(&asks(601), &r), Verdict::Permanent);
+        assert_eq!(
+            explain(&asks(99_999_999), &r),
+            "the server asked to wait 3years 2months 18h 39m 27s (Retry-After), \
+             more than --retry-after-max 10m"
+        );
+        // A status that is not retried anyway is explained as before.
+        let not_found = Status::Http {
+            code: 404,
+            retry_after: Some(std::time::Duration::from_secs(9_999)),
+        };
+        assert_eq!(explain(&not_found, &r), "HTTP 404 is not retryable");
+        // A cut-off body of a POST may have done its work.
+        let post = Rules {
+            http: HttpRules {
+                unsafe_method: Some("POST".into()),
+                ..HttpRules::default()
+            },
+            ..Rules::default()
+        };
+        assert_eq!(
+            classify(&net(NetFailure::Truncated), &post),
+            Verdict::Permanent
+        );
     }
 
     #[test]

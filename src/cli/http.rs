@@ -14,11 +14,11 @@ pub struct HttpArgs {
     #[arg(long = "http", value_name = "URL", help_heading = "HTTP")]
     pub url: Option<String>,
 
-    /// Request method [default: GET, or POST with --data]
+    /// Request method [default: GET, or POST with --data or --json]
     #[arg(short = 'X', long, value_name = "M", help_heading = "HTTP")]
     pub method: Option<String>,
 
-    /// Request header 'Name: value' (repeatable)
+    /// Request header 'Name: value', or @FILE of header lines (repeatable)
     #[arg(
         short = 'H',
         long = "header",
@@ -27,13 +27,34 @@ pub struct HttpArgs {
     )]
     pub headers: Vec<String>,
 
-    /// Request body: the string itself, or @FILE for a file's contents
+    /// Form body: the string, or @FILE for a file's contents; repeatable, joined with '&'
     #[arg(short = 'd', long, value_name = "STR|@FILE", help_heading = "HTTP")]
-    pub data: Option<String>,
+    pub data: Vec<String>,
 
-    /// Time limit for establishing each connection
+    /// JSON request body: the string, or @FILE; sent with JSON Content-Type and Accept
+    #[arg(
+        long,
+        value_name = "STR|@FILE",
+        conflicts_with = "data",
+        help_heading = "HTTP"
+    )]
+    pub json: Option<String>,
+
+    /// Time limit for establishing each connection [default: 10s]
     #[arg(long, value_name = "DUR", help_heading = "HTTP")]
     pub connect_timeout: Option<String>,
+
+    /// Longest Retry-After to wait for; a server asking more ends the run [default: 10m]
+    #[arg(long, value_name = "DUR", help_heading = "HTTP")]
+    pub retry_after_max: Option<String>,
+
+    /// Also trust the CA certificates in this PEM file
+    #[arg(long, value_name = "FILE", help_heading = "HTTP")]
+    pub cacert: Option<PathBuf>,
+
+    /// Do not verify the server's certificate (warned about on every run)
+    #[arg(long, help_heading = "HTTP")]
+    pub insecure: bool,
 
     /// Write the accepted response's body to FILE instead of stdout
     #[arg(short = 'o', long, value_name = "FILE", help_heading = "HTTP")]

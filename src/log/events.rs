@@ -10,9 +10,13 @@ use crate::classify::{Status, Verdict};
 /// One planned wait before the next attempt.
 #[derive(Debug, Clone, Copy)]
 pub struct Wait {
+    /// The whole wait.
     pub delay: Duration,
     pub ceiling: Duration,
     pub jitter: &'static str,
+    /// The part of `delay` spent waiting for the group's next pace slot,
+    /// beyond the retry's own backoff.
+    pub paced: Duration,
 }
 
 /// How a run ended, as the `done` event reports it.
@@ -27,6 +31,9 @@ pub enum End {
     Deadline,
     /// retry caught a terminating signal.
     Interrupted,
+    /// The group's shared state refused: the circuit breaker is open, or
+    /// the retry budget is spent.
+    Refused,
 }
 
 impl End {
@@ -37,6 +44,7 @@ impl End {
             End::Permanent => "permanent",
             End::Deadline => "deadline",
             End::Interrupted => "interrupted",
+            End::Refused => "refused",
         }
     }
 }
@@ -48,6 +56,8 @@ pub enum Event<'a> {
     Start {
         command: &'a [OsString],
         max: Option<u32>,
+        /// `--max-time`, when given.
+        max_time: Option<Duration>,
         seed: u64,
     },
     /// An attempt begins (only with -v).

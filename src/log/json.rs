@@ -35,6 +35,8 @@ enum Body<'a> {
         command: Vec<String>,
         #[serde(skip_serializing_if = "Option::is_none")]
         max: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        max_time_ms: Option<f64>,
         seed: u64,
     },
     AttemptStart {
@@ -64,6 +66,10 @@ enum Body<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         max: Option<u32>,
         delay_ms: f64,
+        /// The part of the delay that is the retry's own backoff.
+        backoff_ms: f64,
+        /// The part spent waiting for the group's pace slot.
+        pace_ms: f64,
         ceiling_ms: f64,
         jitter: &'static str,
     },
@@ -123,12 +129,18 @@ pub fn outcome(status: &Status, verdict: Verdict) -> &'static str {
 
 fn bodies<'a>(event: &'a Event<'a>) -> Vec<Body<'a>> {
     match event {
-        Event::Start { command, max, seed } => vec![Body::Start {
+        Event::Start {
+            command,
+            max,
+            max_time,
+            seed,
+        } => vec![Body::Start {
             command: command
                 .iter()
                 .map(|w| w.to_string_lossy().into_owned())
                 .collect(),
             max: *max,
+            max_time_ms: max_time.map(millis),
             seed: *seed,
         }],
         Event::AttemptStart { attempt, max } => vec![Body::AttemptStart {
@@ -166,12 +178,15 @@ fn bodies<'a>(event: &'a Event<'a>) -> Vec<Body<'a>> {
                 delay,
                 ceiling,
                 jitter,
+                paced,
             }) = next
             {
                 out.push(Body::Sleep {
                     attempt: attempt.saturating_add(1),
                     max: *max,
                     delay_ms: millis(*delay),
+                    backoff_ms: millis(delay.saturating_sub(*paced)),
+                    pace_ms: millis(*paced),
                     ceiling_ms: millis(*ceiling),
                     jitter,
                 });
@@ -248,6 +263,7 @@ mod tests {
                 delay: Duration::from_millis(870),
                 ceiling: Duration::from_secs(2),
                 jitter: "full",
+                paced: Duration::ZERO,
             }),
         };
         let v = parse(&lines(&e, Duration::from_millis(1), &origin()));
@@ -260,6 +276,10 @@ mod tests {
         assert_eq!(v[1]["attempt"], 3);
         assert_eq!(v[1]["delay_ms"], 870.0);
         assert_eq!(v[1]["ceiling_ms"], 2000.0);
+        assert_eq!(
+            (v[1]["backoff_ms"].as_f64(), v[1]["pace_ms"].as_f64()),
+            (Some(870.0), Some(0.0))
+        );
         for line in &v {
             assert_eq!(line["run"], "abcd1234");
             assert_eq!(line["pid"], 42);

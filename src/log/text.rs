@@ -34,19 +34,37 @@ pub fn shell_line(command: &[OsString]) -> String {
     words.join(" ")
 }
 
+/// What the group's pace added to a wait, if anything.
+fn paced(d: Duration) -> String {
+    if d.is_zero() {
+        String::new()
+    } else {
+        format!("; {} of it for the group's pace", human(d))
+    }
+}
+
 /// The text line for an event (without the newline); `elapsed` is the time
 /// since retry started.
 pub fn line(event: &Event<'_>, elapsed: Duration) -> String {
     match event {
-        Event::Start { command, max, seed } => format!(
-            "retry: running {} ({}, seed {seed})",
-            shell_line(command),
-            match max {
-                Some(1) => "1 attempt".to_string(),
-                Some(m) => format!("up to {m} attempts"),
-                None => "until it succeeds".to_string(),
-            }
-        ),
+        Event::Start {
+            command,
+            max,
+            max_time,
+            seed,
+        } => {
+            let limit = match (max, max_time) {
+                (Some(1), _) => "1 attempt".to_string(),
+                (Some(m), None) => format!("up to {m} attempts"),
+                (Some(m), Some(t)) => format!("up to {m} attempts within {}", human(*t)),
+                (None, Some(t)) => format!("until it succeeds, for up to {}", human(*t)),
+                (None, None) => "until it succeeds".to_string(),
+            };
+            format!(
+                "retry: running {} ({limit}, seed {seed})",
+                shell_line(command)
+            )
+        }
         Event::AttemptStart { attempt, max } => {
             format!("retry: attempt {} starting", of_max(*attempt, *max))
         }
@@ -65,14 +83,16 @@ pub fn line(event: &Event<'_>, elapsed: Duration) -> String {
                     format!("retry: attempt {n} succeeded ({status}) after {d}")
                 }
                 (_, Some(w)) if w.jitter == "none" => format!(
-                    "retry: attempt {n} failed ({status}) after {d}; next in {} (no jitter)",
-                    human(w.delay)
+                    "retry: attempt {n} failed ({status}) after {d}; next in {} (no jitter{})",
+                    human(w.delay),
+                    paced(w.paced)
                 ),
                 (_, Some(w)) => format!(
-                    "retry: attempt {n} failed ({status}) after {d}; next in {} ({} jitter, ceiling {})",
+                    "retry: attempt {n} failed ({status}) after {d}; next in {} ({} jitter, ceiling {}{})",
                     human(w.delay),
                     w.jitter,
-                    human(w.ceiling)
+                    human(w.ceiling),
+                    paced(w.paced)
                 ),
                 (_, None) => format!("retry: attempt {n} failed ({status}) after {d}"),
             }
@@ -92,6 +112,7 @@ pub fn line(event: &Event<'_>, elapsed: Duration) -> String {
                     human(elapsed)
                 ),
                 End::Interrupted => format!("retry: {reason}; exiting {exit_code}"),
+                End::Refused if *attempts == 0 => format!("retry: {reason}; exiting {exit_code}"),
                 _ => format!(
                     "retry: giving up after {attempts} attempt{plural} in {}: {reason}; exiting {exit_code}",
                     human(elapsed)
@@ -166,12 +187,47 @@ mod tests {
                 delay: Duration::from_millis(870),
                 ceiling: Duration::from_secs(2),
                 jitter: "full",
+                paced: Duration::ZERO,
             }),
         };
         assert_eq!(
             line(&e, Duration::ZERO),
             "retry: attempt 2/5 failed (exit 1) after 312ms; next in 870ms (full jitter, ceiling 2s)"
         );
+    }
+
+    #[test]
+    fn paced_wait_and_refusals() {
+        let status = Status::Exited(1);
+        let e = Event::Attempt {
+            attempt: 1,
+            max: Some(3),
+            status: &status,
+            verdict: Verdict::Retryable,
+            duration: Duration::from_millis(5),
+            next: Some(Wait {
+                delay: Duration::from_millis(1200),
+                ceiling: Duration::from_secs(1),
+                jitter: "full",
+                paced: Duration::from_millis(700),
+            }),
+        };
+        assert_eq!(
+            line(&e, Duration::ZERO),
+            "retry: attempt 1/3 failed (exit 1) after 5ms; next in 1s 200ms (full jitter, ceiling 1s; 700ms of it for the group's pace)"
+        );
+        let done = |attempts| Event::Done {
+            end: End::Refused,
+            attempts,
+            max: Some(3),
+            exit_code: 75,
+            reason: "the circuit breaker is open",
+        };
+        assert_eq!(
+            line(&done(0), Duration::ZERO),
+            "retry: the circuit breaker is open; exiting 75"
+        );
+        assert!(line(&done(2), Duration::ZERO).starts_with("retry: giving up after 2 attempts"));
     }
 
     #[test]

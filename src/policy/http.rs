@@ -1,8 +1,9 @@
 //! Validation of HTTP mode's flags: `--http URL` and the request it makes.
 //!
 //! Same rules as the rest of `policy`: every mistake is one line naming the
-//! flag and the accepted form, found before anything is sent. Reading a
-//! `--data @FILE` is left to the caller: parsing does no I/O.
+//! flag and the accepted form, found before anything is sent. Reading the
+//! `@FILE`s and checking that `-o` can be written are left to the caller
+//! (`probe`), which does so before the first request: parsing does no I/O.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -13,20 +14,33 @@ use reqwest::Url;
 use reqwest::header::{HeaderName, HeaderValue};
 
 use super::{UsageError, invalid, opt_positive_duration};
-use crate::classify::{HttpRules, StatusSet};
+use crate::classify::{HttpRules, RETRY_AFTER_MAX, StatusSet};
 use crate::cli::HttpArgs;
-use crate::redact;
+use crate::mask;
 
 const STATUS_FORM: &str =
     "HTTP statuses, ranges and classes from 100 to 599, such as 200,204, 500-504 or 5xx";
 
-/// The request body.
+/// One piece of the request body: `-d STR|@FILE` or `--json STR|@FILE`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Data {
     Inline(Vec<u8>),
-    /// `@FILE`: read once, before the first attempt.
+    /// `@FILE`: read once, before the first attempt (`@-`: stdin).
     File(PathBuf),
 }
+
+/// What the body is, which decides its default Content-Type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Body {
+    /// `-d`, repeatable: the pieces joined with `&`, sent as a form.
+    Form(Vec<Data>),
+    /// `--json`: sent as JSON, asking for JSON back.
+    Json(Data),
+}
+
+/// `--connect-timeout`'s default: long enough for a slow handshake across
+/// the world, short enough that a black-holed address cannot hang a run.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The `Idempotency-Key` sent with every attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,10 +56,17 @@ pub struct HttpOptions {
     pub url: Url,
     pub method: Method,
     pub headers: Vec<(HeaderName, HeaderValue)>,
-    pub data: Option<Data>,
-    pub connect_timeout: Option<Duration>,
+    /// `-H @FILE`: files of header lines, read before the first request.
+    pub header_files: Vec<PathBuf>,
+    pub body: Option<Body>,
+    pub connect_timeout: Duration,
+    /// `-o FILE`; None (or `-o -`) is stdout.
     pub output: Option<PathBuf>,
     pub idempotency_key: Option<IdempotencyKey>,
+    /// `--cacert FILE`: extra trust anchors.
+    pub cacert: Option<PathBuf>,
+    /// `--insecure`: no certificate verification.
+    pub insecure: bool,
 }
 
 impl HttpOptions {
@@ -54,12 +75,18 @@ impl HttpOptions {
     pub fn display_words(&self) -> Vec<OsString> {
         let mut words = vec![
             OsString::from(self.method.as_str()),
-            OsString::from(redact::url(&self.url)),
+            OsString::from(mask::url(self.url.as_str())),
         ];
         for (name, value) in &self.headers {
             words.push("-H".into());
             let value = String::from_utf8_lossy(value.as_bytes());
-            words.push(redact::header(name.as_str(), &value).into());
+            words.push(mask::header(name.as_str(), &value).into());
+        }
+        for file in &self.header_files {
+            words.push("-H".into());
+            let mut w = OsString::from("@");
+            w.push(file);
+            words.push(w);
         }
         words
     }
@@ -82,8 +109,12 @@ pub fn from_args(args: HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Usa
         let stray = [
             ("--method", args.method.is_some()),
             ("--header", !args.headers.is_empty()),
-            ("--data", args.data.is_some()),
+            ("--data", !args.data.is_empty()),
+            ("--json", args.json.is_some()),
             ("--connect-timeout", args.connect_timeout.is_some()),
+            ("--retry-after-max", args.retry_after_max.is_some()),
+            ("--cacert", args.cacert.is_some()),
+            ("--insecure", args.insecure),
             ("--output", args.output.is_some()),
             ("--expect", args.expect.is_some()),
             ("--retry-status", args.retry_status.is_some()),
@@ -109,21 +140,19 @@ pub fn from_args(args: HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Usa
             )
         })?;
 
-    let data = args.data.as_deref().map(|d| match d.strip_prefix('@') {
-        Some(path) => Data::File(PathBuf::from(path)),
-        None => Data::Inline(d.as_bytes().to_vec()),
-    });
-    if matches!(&data, Some(Data::File(p)) if p.as_os_str().is_empty()) {
-        return Err(invalid(
-            "--data",
-            "@",
-            "a string, or @FILE naming a file to send",
-        ));
+    let mut pieces = Vec::with_capacity(args.data.len());
+    for d in &args.data {
+        pieces.push(data_arg("--data", d)?);
     }
+    let body = match &args.json {
+        Some(j) => Some(Body::Json(data_arg("--json", j)?)),
+        None if pieces.is_empty() => None,
+        None => Some(Body::Form(pieces)),
+    };
 
     let method = match args.method.as_deref() {
         // As curl does: a body without a method means POST.
-        None if data.is_some() => Method::POST,
+        None if body.is_some() => Method::POST,
         None => Method::GET,
         Some(m) => Method::from_bytes(m.trim().to_ascii_uppercase().as_bytes())
             .ok()
@@ -132,9 +161,25 @@ pub fn from_args(args: HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Usa
     };
 
     let mut headers = Vec::with_capacity(args.headers.len());
+    let mut header_files = Vec::new();
     for h in &args.headers {
+        if let Some(path) = h.strip_prefix('@') {
+            if path.is_empty() {
+                return Err(invalid(
+                    "--header",
+                    h,
+                    "'Name: value', or @FILE naming a file of such lines",
+                ));
+            }
+            header_files.push(PathBuf::from(path));
+            continue;
+        }
         headers.push(parse_header(h).ok_or_else(|| {
-            invalid("--header", h, "'Name: value', such as 'Accept: text/plain'")
+            invalid(
+                "--header",
+                h,
+                "'Name: value' such as 'Accept: text/plain', or @FILE",
+            )
         })?);
     }
 
@@ -173,24 +218,60 @@ pub fn from_args(args: HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Usa
         expect: expect.unwrap_or_else(StatusSet::success),
         retry_status: retry_status.unwrap_or_else(StatusSet::retryable),
         unsafe_method,
+        retry_after_max: opt_positive_duration(
+            "--retry-after-max",
+            args.retry_after_max.as_deref(),
+        )?
+        .unwrap_or(RETRY_AFTER_MAX),
     };
+    if args
+        .output
+        .as_ref()
+        .is_some_and(|o| o.as_os_str().is_empty())
+    {
+        return Err(invalid("--output", "", "a file name, or - for stdout"));
+    }
+    if args
+        .cacert
+        .as_ref()
+        .is_some_and(|c| c.as_os_str().is_empty())
+    {
+        return Err(invalid("--cacert", "", "a file of PEM certificates"));
+    }
     let options = HttpOptions {
         url,
         method,
         headers,
-        data,
+        header_files,
+        body,
         connect_timeout: opt_positive_duration(
             "--connect-timeout",
             args.connect_timeout.as_deref(),
-        )?,
-        output: args.output,
+        )?
+        .unwrap_or(CONNECT_TIMEOUT),
+        output: args.output.filter(|o| o.as_os_str() != "-"),
         idempotency_key,
+        cacert: args.cacert,
+        insecure: args.insecure,
     };
     Ok(Some((options, rules)))
 }
 
+/// `STR` or `@FILE` as `-d` and `--json` take them.
+fn data_arg(flag: &str, d: &str) -> Result<Data, UsageError> {
+    match d.strip_prefix('@') {
+        Some("") => Err(invalid(
+            flag,
+            d,
+            "a string, or @FILE naming a file to send (@- for stdin)",
+        )),
+        Some(path) => Ok(Data::File(PathBuf::from(path))),
+        None => Ok(Data::Inline(d.as_bytes().to_vec())),
+    }
+}
+
 /// `Name: value`; surrounding blanks of the value are not part of it.
-fn parse_header(s: &str) -> Option<(HeaderName, HeaderValue)> {
+pub fn parse_header(s: &str) -> Option<(HeaderName, HeaderValue)> {
     let (name, value) = s.split_once(':')?;
     let name = HeaderName::from_bytes(name.trim().as_bytes()).ok()?;
     let value = HeaderValue::from_str(value.trim()).ok()?;
@@ -283,7 +364,11 @@ mod tests {
     fn defaults() {
         let (o, r) = ok(&["--http", "http://127.0.0.1:8/x"]);
         assert_eq!(o.method, Method::GET);
+        assert_eq!(o.connect_timeout, Duration::from_secs(10));
         assert_eq!(r, HttpRules::default());
+        assert_eq!(r.retry_after_max, Duration::from_secs(600));
+        let (o, _) = ok(&["--http", "http://h/", "-o", "-"]);
+        assert_eq!(o.output, None);
         assert_eq!(parse(&["--", "true"]).expect("valid"), None);
     }
 
@@ -291,11 +376,29 @@ mod tests {
     fn data_means_post_and_post_is_unsafe() {
         let (o, r) = ok(&["--http", "http://h/", "-d", "x=1"]);
         assert_eq!(o.method, Method::POST);
-        assert_eq!(o.data, Some(Data::Inline(b"x=1".to_vec())));
+        assert_eq!(
+            o.body,
+            Some(Body::Form(vec![Data::Inline(b"x=1".to_vec())]))
+        );
         assert_eq!(r.unsafe_method.as_deref(), Some("POST"));
         let (o, _) = ok(&["--http", "http://h/", "-d", "@body.json", "-X", "put"]);
         assert_eq!(o.method, Method::PUT);
-        assert_eq!(o.data, Some(Data::File("body.json".into())));
+        assert_eq!(
+            o.body,
+            Some(Body::Form(vec![Data::File("body.json".into())]))
+        );
+        let (o, r) = ok(&["--http", "http://h/", "-d", "a=1", "-d", "@b"]);
+        assert_eq!(
+            o.body,
+            Some(Body::Form(vec![
+                Data::Inline(b"a=1".to_vec()),
+                Data::File("b".into())
+            ]))
+        );
+        assert_eq!(r.unsafe_method.as_deref(), Some("POST"));
+        let (o, _) = ok(&["--http", "http://h/", "--json", "{}"]);
+        assert_eq!(o.method, Method::POST);
+        assert_eq!(o.body, Some(Body::Json(Data::Inline(b"{}".to_vec()))));
         let (_, r) = ok(&[
             "--http",
             "http://h/",
@@ -365,6 +468,12 @@ mod tests {
             err(&["--http", "http://h/", "--idempotency-key", ""]).contains("--idempotency-key")
         );
         assert!(err(&["--http", "http://h/", "-d", "@"]).contains("--data"));
+        assert!(err(&["--http", "http://h/", "--json", "@"]).contains("--json"));
+        assert!(err(&["--http", "http://h/", "-H", "@"]).contains("--header"));
+        assert!(
+            err(&["--http", "http://h/", "--retry-after-max", "0"]).contains("--retry-after-max")
+        );
+        assert!(err(&["--insecure", "--", "true"]).contains("--http"));
         assert!(err(&["-X", "POST", "--", "true"]).contains("--method"));
         assert!(err(&["--expect", "200", "--", "true"]).contains("--http"));
     }

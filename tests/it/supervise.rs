@@ -237,6 +237,9 @@ fn a_shortage_of_descriptors_is_retried_and_ends_with_125() {
             .output()
             .expect("prlimit runs");
         let stderr = String::from_utf8_lossy(&out.stderr);
+        // Too few descriptors for retry itself is its own failure, not a panic.
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert!(matches!(out.status.code(), Some(0 | 125)), "{stderr}");
         if stderr.contains("attempt 2/2 failed (cannot start true") {
             assert_eq!(out.status.code(), Some(125), "{stderr}");
             return;
@@ -354,4 +357,101 @@ fn json_lines_carry_time_run_and_pid() {
         run.as_str(),
         "each run gets its own id"
     );
+}
+
+#[test]
+fn signals_blocked_by_the_parent_do_not_blind_retry() {
+    // A parent that blocked SIGCHLD and SIGTERM before exec: retry must still
+    // see its child end, and still time it out.
+    let blocked = |args: &str| {
+        Command::new("perl")
+            .arg("-e")
+            .arg(format!(
+                "use POSIX qw(:signal_h); \
+                 sigprocmask(SIG_BLOCK, POSIX::SigSet->new(SIGCHLD, SIGTERM, SIGALRM)) or die; \
+                 exec '{}', {args} or die",
+                bin().display()
+            ))
+            .stdin(Stdio::null())
+            .output()
+            .expect("perl runs")
+    };
+    let started = Instant::now();
+    let quick = blocked("'--max', '2', '--base', '10ms', '--', 'sh', '-c', 'exit 3'");
+    assert_eq!(
+        quick.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&quick.stderr)
+    );
+    let timed = blocked("'--max', '1', '--timeout', '200ms', '--', 'sleep', '10'");
+    assert_eq!(
+        timed.status.code(),
+        Some(124),
+        "{}",
+        String::from_utf8_lossy(&timed.stderr)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_child_inherited_before_exec_does_not_confuse_retry() {
+    // The shell's background sleep becomes retry's child through exec; its
+    // end must not be taken for the attempt's.
+    let out = shell("sleep 0.2 & exec \"$R\" --max 1 -- sh -c 'sleep 0.6; exit 3'")
+        .output()
+        .expect("sh runs");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn secrets_in_the_command_line_never_reach_the_log() {
+    let secrets = ["hunter2", "s3cr3t-token", "abcsig", "pa55"];
+    let args = [
+        "-v",
+        "--max",
+        "1",
+        "--",
+        "sh",
+        "-c",
+        "exit 0",
+        "curl",
+        "-H",
+        "Authorization: Bearer hunter2",
+        "https://example.com/x?token=s3cr3t-token&sig=abcsig",
+        "-u",
+        "me:pa55",
+    ];
+    let dir = scratch();
+    let log = dir.path().join("log.jsonl");
+    for format in ["text", "json"] {
+        let mut all = vec!["--log-format", format];
+        let log_arg = path_str(&log);
+        if format == "json" {
+            all.extend(["--log-file", &log_arg]);
+        }
+        all.extend(args);
+        let out = retry(all).run();
+        out.expect_code(0);
+        let mut seen = out.stderr_text();
+        if format == "json" {
+            seen.push_str(&std::fs::read_to_string(&log).expect("log"));
+            assert!(seen.contains("\"start\""), "{seen}");
+        } else {
+            assert!(seen.contains("retry: running sh -c"), "{seen}");
+        }
+        assert!(seen.contains("***"), "{seen}");
+        for secret in secrets {
+            assert!(!seen.contains(secret), "{secret} leaked: {seen}");
+        }
+    }
 }

@@ -1,0 +1,61 @@
+//! The flags of shared state (pace, budget, breaker across invocations),
+//! flattened into [`super::Cli`]. Values arrive as strings; `policy`
+//! validates them.
+
+use clap::Args;
+
+const HEADING: &str = "Shared state";
+
+#[derive(Debug, Args)]
+pub struct StateArgs {
+    /// Share pace, budget and breaker with every invocation of the same group
+    ///
+    /// Needed by --pace, --budget, --breaker and --state-show. Invocations on
+    /// one host share a group through a directory, across hosts through Redis.
+    #[arg(long, value_name = "NAME", env = "RETRY_GROUP", help_heading = HEADING)]
+    pub group: Option<String>,
+
+    /// Where the group's state lives: a directory, or redis://, rediss://, unix:// [default: ~/.local/state/retry]
+    ///
+    /// The default honours XDG_STATE_HOME. A store that cannot be reached is
+    /// reported once and the run goes on without it. Passwords in URLs are
+    /// never printed.
+    #[arg(long, value_name = "DIR|URL", env = "RETRY_STATE", help_heading = HEADING)]
+    pub state: Option<String>,
+
+    /// Exit 125 when the state store cannot be used, instead of running without it
+    #[arg(long, help_heading = HEADING)]
+    pub state_required: bool,
+
+    /// Print the group's pace schedule, budget count and breaker state, and exit
+    #[arg(long, help_heading = HEADING)]
+    pub state_show: bool,
+
+    /// Start the group's retries at no more than RATE, e.g. 20/s or 600/m
+    ///
+    /// A retry waits for the later of its own delay and the group's next free
+    /// slot; it gives up rather than take a slot past --max-time. First
+    /// attempts are never paced.
+    #[arg(long, value_name = "RATE", help_heading = HEADING)]
+    pub pace: Option<String>,
+
+    /// Retries of the group that may start at once under --pace [default: 1]
+    #[arg(long, value_name = "N", help_heading = HEADING)]
+    pub pace_burst: Option<String>,
+
+    /// Stop retrying while the whole group fails: a shared retry budget [default: 100:0.1]
+    ///
+    /// The count starts at TOKENS; each failed attempt takes one token, each
+    /// success gives back RATIO. A retry is allowed only while more than
+    /// TOKENS/2 remain; otherwise the run ends with the last attempt's code.
+    /// First attempts always run.
+    #[arg(long, value_name = "TOKENS[:RATIO]", num_args = 0..=1, default_missing_value = "100:0.1", help_heading = HEADING)]
+    pub budget: Option<String>,
+
+    /// After THRESHOLD failed runs in a row, refuse to run for COOLDOWN (exit 75) [default: 5:30s]
+    ///
+    /// Then one trial run is let through (the others are still refused): its
+    /// success closes the circuit, its failure opens it for another COOLDOWN.
+    #[arg(long, value_name = "THRESHOLD[:COOLDOWN]", num_args = 0..=1, default_missing_value = "5:30s", help_heading = HEADING)]
+    pub breaker: Option<String>,
+}

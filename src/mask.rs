@@ -1,0 +1,595 @@
+//! Hiding secrets before anything reaches a log line.
+//!
+//! Pure: strings in, strings out. Requests carry credentials in headers
+//! (Authorization, cookies, API keys), in URLs (`user:password@`,
+//! `?token=...`, signed URLs' `X-Amz-Signature`), and command lines carry
+//! them as arguments (`-u user:pass`, `--password=X`, `-H 'Authorization:
+//! ...'`). Logs end up in CI output and shared files, so every URL, header
+//! and command line shown to people goes through here first. A hidden value
+//! becomes `***`, so a reader still sees where it was.
+//!
+//! The rules err on the side of hiding: a harmless value hidden costs
+//! little; a credential shown cannot be taken back.
+
+use std::ffi::OsString;
+
+/// What a hidden value is shown as.
+pub const MASK: &str = "***";
+
+/// Words that, inside a name, say it holds a secret.
+const SECRET_WORDS: [&str; 11] = [
+    "auth",
+    "cookie",
+    "token",
+    "key",
+    "secret",
+    "password",
+    "passwd",
+    "signature",
+    "credential",
+    "session",
+    "jwt",
+];
+
+/// Short query parameter names that hold secrets although they contain none
+/// of [`SECRET_WORDS`]: signed URLs' `sig`, OAuth's `code`, and the like.
+const SECRET_PARAMS: [&str; 5] = ["sig", "code", "pass", "pwd", "otp"];
+
+/// Whether a header or query parameter with this name likely holds a secret.
+pub fn is_secret_name(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    SECRET_WORDS.iter().any(|w| n.contains(w)) || SECRET_PARAMS.contains(&n.as_str())
+}
+
+/// A header as it may be logged: `Name: value`, or `Name: ***`.
+pub fn header(name: &str, value: &str) -> String {
+    if is_secret_name(name) {
+        format!("{name}: {MASK}")
+    } else {
+        format!("{name}: {value}")
+    }
+}
+
+/// A URL as it may be logged: the password and the values of secret-looking
+/// query parameters replaced by `***`. Everything else is kept as written.
+pub fn url(u: &str) -> String {
+    let Some(scheme_end) = u.find("://") else {
+        return u.to_string();
+    };
+    let after = scheme_end + 3;
+    let rest = &u[after..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    let mut out = String::with_capacity(u.len());
+    out.push_str(&u[..after]);
+    match authority.rfind('@') {
+        Some(at) => {
+            let userinfo = &authority[..at];
+            match userinfo.find(':') {
+                Some(colon) => {
+                    out.push_str(&userinfo[..=colon]);
+                    out.push_str(MASK);
+                }
+                None => out.push_str(userinfo),
+            }
+            out.push_str(&authority[at..]);
+        }
+        None => out.push_str(authority),
+    }
+    let path_etc = &rest[authority_end..];
+    match path_etc.find('?') {
+        Some(q) => {
+            out.push_str(&path_etc[..=q]);
+            let query_etc = &path_etc[q + 1..];
+            let (query, fragment) = match query_etc.find('#') {
+                Some(h) => query_etc.split_at(h),
+                None => (query_etc, ""),
+            };
+            out.push_str(&form(query));
+            out.push_str(fragment);
+        }
+        None => out.push_str(path_etc),
+    }
+    out
+}
+
+/// `a=1&token=x` with the values of secret-looking names hidden.
+fn form(query: &str) -> String {
+    query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((k, v)) if !v.is_empty() && is_secret_name(&percent_decoded(k)) => {
+                format!("{k}={MASK}")
+            }
+            _ => pair.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// Enough percent-decoding for parameter names (`X%2DAmz%2DSignature`).
+fn percent_decoded(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%'
+            && i + 2 < b.len()
+            && let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2]))
+        {
+            out.push((h * 16 + l) as u8);
+            i += 3;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Every URL inside a word (`--url=https://u:p@h/?sig=x`, `x=https://...`)
+/// masked. URLs end at whitespace or a quote.
+fn urls_within(word: &str) -> String {
+    let mut out = String::with_capacity(word.len());
+    let mut rest = word;
+    while let Some(sep) = rest.find("://") {
+        // The scheme: the letters, digits, `+`, `-`, `.` just before `://`.
+        let start = rest[..sep]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+            .map_or(0, |i| i + 1);
+        let end = rest[sep..]
+            .find(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>'))
+            .map_or(rest.len(), |i| sep + i);
+        out.push_str(&rest[..start]);
+        out.push_str(&url(&rest[start..end]));
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A header-shaped word (`Authorization: Bearer x`, `X-Api-Key:abc`) with a
+/// secret-looking name, masked; `None` when the word is not one.
+fn header_word(word: &str) -> Option<String> {
+    let (name, _) = word.split_once(':')?;
+    let token = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    (token && is_secret_name(name)).then(|| format!("{name}: {MASK}"))
+}
+
+/// Whether an option's name says its value is a secret: `--password`,
+/// `--api-token`, `--client-secret`, `--key`. Options naming where a secret
+/// is read from (`--password-file`, `--password-stdin`) are not.
+fn is_secret_option(name: &str) -> bool {
+    let n = name.trim_start_matches('-').to_ascii_lowercase();
+    let from_elsewhere = [
+        "file", "stdin", "fd", "path", "dir", "env", "cmd", "command",
+    ]
+    .iter()
+    .any(|s| n.ends_with(s));
+    !from_elsewhere
+        && [
+            "password",
+            "passwd",
+            "token",
+            "secret",
+            "key",
+            "credential",
+            "auth",
+        ]
+        .iter()
+        .any(|w| n.contains(w))
+}
+
+/// Options whose value is `user:password` (curl's, wget's, ...).
+fn is_user_option(word: &str) -> bool {
+    matches!(word, "-u" | "--user" | "--proxy-user" | "-U")
+}
+
+/// `user:password` with the password hidden.
+fn user_pass(v: &str) -> String {
+    match v.split_once(':') {
+        Some((user, pass)) if !pass.is_empty() => format!("{user}:{MASK}"),
+        _ => v.to_string(),
+    }
+}
+
+/// What the next word is, given the one before it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Next {
+    Plain,
+    /// The value of `-u`: `user:password`.
+    UserPass,
+    /// The value of an option named like a secret.
+    Secret,
+}
+
+/// A command line as it may be logged: each argument shown with its secrets
+/// masked. Harmless arguments come back unchanged.
+pub fn command_line(words: &[OsString]) -> Vec<String> {
+    let mut next = Next::Plain;
+    let mut out = Vec::with_capacity(words.len());
+    // The command itself (words[0]) is shown as is.
+    for (i, w) in words.iter().enumerate() {
+        let word = w.to_string_lossy();
+        let shown = match next {
+            Next::UserPass => user_pass(&word),
+            Next::Secret if !word.starts_with('-') || word == "-" => MASK.to_string(),
+            _ => argument(&word, i == 0),
+        };
+        next = if i == 0 || word == "--" {
+            Next::Plain
+        } else if is_user_option(&word) {
+            Next::UserPass
+        } else if word.starts_with("--") && !word.contains('=') && is_secret_option(&word) {
+            Next::Secret
+        } else {
+            Next::Plain
+        };
+        out.push(shown);
+    }
+    out
+}
+
+/// One argument, on its own.
+fn argument(word: &str, is_command: bool) -> String {
+    if is_command {
+        return word.to_string();
+    }
+    // `--password=X`, `--user=u:p`
+    if let Some(opt) = word.strip_prefix("--")
+        && let Some((name, value)) = opt.split_once('=')
+    {
+        if is_user_option(&format!("--{name}")) {
+            return format!("--{name}={}", user_pass(value));
+        }
+        if is_secret_option(name) {
+            return format!("--{name}={MASK}");
+        }
+        return format!("--{name}={}", argument(value, false));
+    }
+    // `-HAuthorization:...`, `-uuser:pass`: curl's attached short forms.
+    if let Some(h) = word.strip_prefix("-H").and_then(header_word) {
+        return format!("-H{h}");
+    }
+    if let Some(v) = word.strip_prefix("-u")
+        && !v.is_empty()
+        && v.contains(':')
+    {
+        return format!("-u{}", user_pass(v));
+    }
+    if word.contains("://") {
+        return urls_within(word);
+    }
+    if let Some(h) = header_word(word) {
+        return h;
+    }
+    // `API_TOKEN=x` (env(1) style) and `a=1&password=x` (form bodies).
+    if word.contains('=') && !word.starts_with('-') && !word.contains(char::is_whitespace) {
+        return form(word);
+    }
+    // A JSON body: `{"password": "x"}`.
+    if word.contains('"') {
+        return json_members(word);
+    }
+    word.to_string()
+}
+
+/// Free text (the start of an error page, say) as it may be logged: URLs,
+/// `name=value` pairs, `Name: value` header lines and JSON `"name": "value"`
+/// members with secret-looking names have their values hidden.
+pub fn text(s: &str) -> String {
+    s.split_inclusive('\n')
+        .map(|line| {
+            let (body, end) = match line.strip_suffix('\n') {
+                Some(b) => (b, "\n"),
+                None => (line, ""),
+            };
+            if let Some(h) = header_word(body.trim()) {
+                return format!("{h}{end}");
+            }
+            let words: Vec<String> = body
+                .split(' ')
+                .map(|w| {
+                    if w.contains("://") {
+                        urls_within(w)
+                    } else if w.contains('=') {
+                        form(w)
+                    } else {
+                        w.to_string()
+                    }
+                })
+                .collect();
+            format!("{}{end}", json_members(&words.join(" ")))
+        })
+        .collect()
+}
+
+/// `"name": "value"` with the value hidden when the name looks secret.
+fn json_members(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    // Each member name is a quoted string followed by a colon.
+    while let Some(open) = rest.find('"') {
+        let Some(close) = rest[open + 1..].find('"').map(|i| open + 1 + i) else {
+            break;
+        };
+        let name = &rest[open + 1..close];
+        let after = &rest[close + 1..];
+        let value_at = after
+            .trim_start()
+            .strip_prefix(':')
+            .map(str::trim_start)
+            .filter(|v| v.starts_with('"'));
+        out.push_str(&rest[..=close]);
+        match value_at {
+            Some(v) if is_secret_name(name) => {
+                let Some(end) = v[1..].find('"') else {
+                    out.push_str(after);
+                    return out;
+                };
+                let skipped = after.len() - v.len();
+                out.push_str(&after[..skipped]);
+                out.push('"');
+                out.push_str(MASK);
+                out.push('"');
+                rest = &v[end + 2..];
+            }
+            _ => rest = after,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(words: &[&str]) -> Vec<String> {
+        let w: Vec<OsString> = words.iter().map(OsString::from).collect();
+        command_line(&w)
+    }
+
+    #[test]
+    fn secret_headers_are_masked() {
+        for name in [
+            "Authorization",
+            "proxy-authorization",
+            "Cookie",
+            "Set-Cookie",
+            "X-Api-Key",
+            "X-Auth-Token",
+            "Client-Secret",
+            "Idempotency-Key",
+            "X-Signature",
+            "X-Hub-Signature-256",
+            "X-Amz-Security-Token",
+            "X-Goog-Credential",
+        ] {
+            assert_eq!(header(name, "hunter2"), format!("{name}: ***"), "{name}");
+        }
+        assert_eq!(header("Accept", "text/plain"), "Accept: text/plain");
+        assert_eq!(header("Content-Type", "a/b"), "Content-Type: a/b");
+        assert_eq!(header("User-Agent", "x"), "User-Agent: x");
+    }
+
+    #[test]
+    fn urls_lose_their_secrets() {
+        let shown = url("https://me:hunter2@example.com/a?x=1&token=abc&api_key=def");
+        assert_eq!(
+            shown,
+            "https://me:***@example.com/a?x=1&token=***&api_key=***"
+        );
+        assert_eq!(
+            url("http://127.0.0.1:8080/health?verbose=1"),
+            "http://127.0.0.1:8080/health?verbose=1"
+        );
+        assert_eq!(url("https://me@h/"), "https://me@h/");
+    }
+
+    #[test]
+    fn signed_urls_lose_their_signatures() {
+        let s3 = "https://b.s3.amazonaws.com/k?X-Amz-Algorithm=AWS4-HMAC-SHA256\
+                  &X-Amz-Credential=AKIA%2F20261122&X-Amz-Date=20261122T000000Z\
+                  &X-Amz-Expires=300&X-Amz-Security-Token=tok&X-Amz-Signature=abcdef#frag";
+        let shown = url(s3);
+        for secret in ["AKIA", "=tok", "abcdef"] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(
+            shown.contains("X-Amz-Algorithm=AWS4-HMAC-SHA256"),
+            "{shown}"
+        );
+        assert!(shown.contains("X-Amz-Expires=300"), "{shown}");
+        assert!(shown.ends_with("#frag"), "{shown}");
+        let azure = url("https://a.blob.core.windows.net/c/b?sv=2024&sig=SiGnAtUrE&se=x");
+        assert_eq!(
+            azure,
+            "https://a.blob.core.windows.net/c/b?sv=2024&sig=***&se=x"
+        );
+        for p in [
+            "access_token",
+            "apikey",
+            "client_secret",
+            "password",
+            "pass",
+            "jwt",
+            "code",
+            "signature",
+            "X%2DAmz%2DSignature",
+        ] {
+            let shown = url(&format!("https://h/?{p}=s3cr3t&page=2"));
+            assert_eq!(shown, format!("https://h/?{p}=***&page=2"), "{p}");
+        }
+    }
+
+    #[test]
+    fn curl_command_lines() {
+        assert_eq!(
+            line(&[
+                "curl",
+                "-fsS",
+                "-H",
+                "Authorization: Bearer abc.def",
+                "-H",
+                "Accept: application/json",
+                "-u",
+                "admin:hunter2",
+                "https://u:pw@api.example.com/v1?token=t0k&page=2",
+            ]),
+            [
+                "curl",
+                "-fsS",
+                "-H",
+                "Authorization: ***",
+                "-H",
+                "Accept: application/json",
+                "-u",
+                "admin:***",
+                "https://u:***@api.example.com/v1?token=***&page=2",
+            ]
+        );
+        assert_eq!(
+            line(&["curl", "-uadmin:hunter2", "--user=me:pw", "-HX-Api-Key:abc"]),
+            ["curl", "-uadmin:***", "--user=me:***", "-HX-Api-Key: ***"]
+        );
+        assert_eq!(
+            line(&["curl", "-H", "X-Api-Key:abc", "-H", "cookie: a=b"]),
+            ["curl", "-H", "X-Api-Key: ***", "-H", "cookie: ***"]
+        );
+        // A user without a password has nothing to hide.
+        assert_eq!(
+            line(&["curl", "-u", "admin", "h"]),
+            ["curl", "-u", "admin", "h"]
+        );
+    }
+
+    #[test]
+    fn secret_options() {
+        assert_eq!(
+            line(&[
+                "deploy",
+                "--password=hunter2",
+                "--token",
+                "t0k",
+                "--api-key",
+                "k3y",
+                "--client-secret=s",
+                "--verbose",
+            ]),
+            [
+                "deploy",
+                "--password=***",
+                "--token",
+                "***",
+                "--api-key",
+                "***",
+                "--client-secret=***",
+                "--verbose",
+            ]
+        );
+        // A flag after a secret-named option is not its value.
+        assert_eq!(
+            line(&["x", "--token", "--dry-run"]),
+            ["x", "--token", "--dry-run"]
+        );
+        // Where a secret is read from is not itself secret.
+        assert_eq!(
+            line(&["docker", "login", "--password-stdin", "registry.example"]),
+            ["docker", "login", "--password-stdin", "registry.example"]
+        );
+        assert_eq!(
+            line(&["x", "--password-file", "/run/secret"]),
+            ["x", "--password-file", "/run/secret"]
+        );
+        assert_eq!(
+            line(&["env", "API_TOKEN=abc", "DEBUG=1", "cmd"]),
+            ["env", "API_TOKEN=***", "DEBUG=1", "cmd"]
+        );
+        assert_eq!(
+            line(&["curl", "-d", "user=me&password=hunter2"]),
+            ["curl", "-d", "user=me&password=***"]
+        );
+        assert_eq!(
+            line(&["x", "--url=https://h/?sig=abc"]),
+            ["x", "--url=https://h/?sig=***"]
+        );
+        assert_eq!(
+            line(&[
+                "curl",
+                "--header=Authorization: Bearer abc",
+                "--data=token=t"
+            ]),
+            ["curl", "--header=Authorization: ***", "--data=token=***"]
+        );
+        assert_eq!(
+            line(&[
+                "curl",
+                "--json",
+                "{\"user\": \"me\", \"password\": \"hunter2\"}"
+            ]),
+            [
+                "curl",
+                "--json",
+                "{\"user\": \"me\", \"password\": \"***\"}"
+            ]
+        );
+        assert_eq!(
+            line(&["docker", "run", "-e", "AWS_SECRET_ACCESS_KEY=abc", "img"]),
+            ["docker", "run", "-e", "AWS_SECRET_ACCESS_KEY=***", "img"]
+        );
+        assert_eq!(
+            line(&["git", "clone", "https://oauth2:gh_t0k@example.com/r.git"]),
+            ["git", "clone", "https://oauth2:***@example.com/r.git"]
+        );
+    }
+
+    #[test]
+    fn harmless_words_are_untouched() {
+        let words = [
+            "make",
+            "-j4",
+            "test",
+            "--max",
+            "5",
+            "a b c",
+            "it's",
+            "--",
+            "x=1",
+            "https://example.com/a?b=c",
+            "-u",
+        ];
+        assert_eq!(line(&words), words);
+        assert_eq!(line(&[]), Vec::<String>::new());
+        // The command itself is never rewritten.
+        assert_eq!(line(&["token=x"]), ["token=x"]);
+    }
+
+    #[test]
+    fn free_text() {
+        assert_eq!(
+            text("{\"error\": \"expired\", \"access_token\": \"abc\", \"n\": 1}"),
+            "{\"error\": \"expired\", \"access_token\": \"***\", \"n\": 1}"
+        );
+        assert_eq!(
+            text("retry later: see https://h/s?sig=x\nAuthorization: Bearer y\n"),
+            "retry later: see https://h/s?sig=***\nAuthorization: ***\n"
+        );
+        assert_eq!(text("a=1&password=p q"), "a=1&password=*** q");
+        assert_eq!(text("Service Unavailable"), "Service Unavailable");
+        assert_eq!(text("\"unterminated"), "\"unterminated");
+        assert_eq!(text("{\"token\": \"open"), "{\"token\": \"open");
+    }
+
+    #[test]
+    fn urls_inside_words() {
+        assert_eq!(
+            urls_within("see 'https://a:b@h/p?token=x' and http://h/?key=v&q=1"),
+            "see 'https://a:***@h/p?token=***' and http://h/?key=***&q=1"
+        );
+    }
+}

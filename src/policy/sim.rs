@@ -1,0 +1,204 @@
+//! Validation of simulation mode's flags (`--simulate N` and its server
+//! model). Flags of this mode given without `--simulate` are usage errors.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{DUR_FORM, UsageError, invalid, parse_duration};
+use crate::cli::{FormatArg, ModelArg, SimArgs};
+use crate::sim::Model;
+
+/// Most clients a simulation takes: far past any fleet worth modelling on
+/// one machine, small enough that the report comes back in seconds.
+pub const MAX_CLIENTS: u32 = 1_000_000;
+
+/// The validated simulation request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SimOptions {
+    pub clients: u32,
+    pub model: Model,
+    /// Every jitter kind side by side.
+    pub compare: bool,
+    pub json: bool,
+    pub plot: Option<PathBuf>,
+    /// `--jitter-max` for the additive run of `--compare`.
+    pub additive_max: Duration,
+}
+
+/// Validate the simulation flags. `Ok(None)` when `--simulate` was not given
+/// (and none of its flags either).
+pub fn from_args(args: SimArgs) -> Result<Option<SimOptions>, UsageError> {
+    let Some(n) = args.simulate.as_deref() else {
+        for (flag, given) in [
+            ("--outage", args.outage.is_some()),
+            ("--capacity", args.capacity.is_some()),
+            ("--model", args.model.is_some()),
+            ("--compare", args.compare),
+            ("--format", args.format.is_some()),
+            ("--plot", args.plot.is_some()),
+        ] {
+            if given {
+                return Err(UsageError(format!(
+                    "{flag} applies only to --simulate N: add --simulate with a number of clients"
+                )));
+            }
+        }
+        return Ok(None);
+    };
+    let clients = match n.trim().parse::<u32>() {
+        Ok(c) if (1..=MAX_CLIENTS).contains(&c) => c,
+        _ => {
+            return Err(invalid(
+                "--simulate",
+                n,
+                &format!("a whole number of clients from 1 to {MAX_CLIENTS}"),
+            ));
+        }
+    };
+    let outage = args
+        .outage
+        .as_deref()
+        .map(|s| parse_duration(s).ok_or_else(|| invalid("--outage", s, DUR_FORM)))
+        .transpose()?;
+    let capacity = args
+        .capacity
+        .as_deref()
+        .map(|s| {
+            parse_rate(s).ok_or_else(|| {
+                invalid(
+                    "--capacity",
+                    s,
+                    "requests per second or minute above zero, such as 200/s, 0.5/s or 600/m",
+                )
+            })
+        })
+        .transpose()?;
+    let model = match (args.model, outage, capacity) {
+        (Some(ModelArg::Occ), None, None) => Model::Occ,
+        (Some(ModelArg::Occ), _, _) => {
+            return Err(UsageError(
+                "--model occ is a server of its own: it cannot be combined with --outage or --capacity"
+                    .to_string(),
+            ));
+        }
+        (None, outage, Some(rate)) => Model::Capacity { rate, outage },
+        (None, Some(until), None) => Model::Outage { until },
+        (None, None, None) => {
+            return Err(UsageError(
+                "--simulate needs a server model: --outage DUR, --capacity RATE/s or --model occ"
+                    .to_string(),
+            ));
+        }
+    };
+    Ok(Some(SimOptions {
+        clients,
+        model,
+        compare: args.compare,
+        json: args.format == Some(FormatArg::Json),
+        plot: args.plot,
+        additive_max: Duration::from_secs(1),
+    }))
+}
+
+/// `200/s`, `600/m`, or a bare number per second.
+fn parse_rate(s: &str) -> Option<f64> {
+    let t = s.trim();
+    let (num, per) = match t.split_once('/') {
+        Some((n, "s")) => (n, 1.0),
+        Some((n, "m")) => (n, 60.0),
+        Some(_) => return None,
+        None => (t, 1.0),
+    };
+    let n: f64 = num.trim().parse().ok()?;
+    let rate = n / per;
+    (rate.is_finite() && rate > 0.0).then_some(rate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates() {
+        assert_eq!(parse_rate("200/s"), Some(200.0));
+        assert_eq!(parse_rate("600/m"), Some(10.0));
+        assert_eq!(parse_rate("0.5"), Some(0.5));
+        assert_eq!(parse_rate("0/s"), None);
+        assert_eq!(parse_rate("-1/s"), None);
+        assert_eq!(parse_rate("5/h"), None);
+        assert_eq!(parse_rate("inf"), None);
+    }
+
+    fn args(simulate: Option<&str>) -> SimArgs {
+        SimArgs {
+            simulate: simulate.map(str::to_string),
+            outage: None,
+            capacity: None,
+            model: None,
+            compare: false,
+            format: None,
+            plot: None,
+        }
+    }
+
+    #[test]
+    fn models() {
+        let mut a = args(Some("10"));
+        a.outage = Some("5s".into());
+        let o = from_args(a).expect("valid").expect("some");
+        assert_eq!(
+            o.model,
+            Model::Outage {
+                until: Duration::from_secs(5)
+            }
+        );
+        let mut a = args(Some("10"));
+        a.outage = Some("5s".into());
+        a.capacity = Some("20/s".into());
+        let o = from_args(a).expect("valid").expect("some");
+        assert_eq!(
+            o.model,
+            Model::Capacity {
+                rate: 20.0,
+                outage: Some(Duration::from_secs(5))
+            }
+        );
+        let mut a = args(Some("10"));
+        a.model = Some(ModelArg::Occ);
+        a.outage = Some("1s".into());
+        assert!(
+            from_args(a)
+                .expect_err("occ alone")
+                .0
+                .contains("--model occ")
+        );
+        assert!(
+            from_args(args(Some("10")))
+                .expect_err("no model")
+                .0
+                .contains("server model")
+        );
+        assert!(
+            from_args(args(Some("0")))
+                .expect_err("zero")
+                .0
+                .contains("--simulate")
+        );
+    }
+
+    #[test]
+    fn simulation_flags_need_simulate() {
+        let mut a = args(None);
+        a.outage = Some("1s".into());
+        assert!(
+            from_args(a)
+                .expect_err("usage")
+                .0
+                .starts_with("--outage applies only")
+        );
+        let mut a = args(None);
+        a.compare = true;
+        assert!(from_args(a).expect_err("usage").0.starts_with("--compare"));
+        assert_eq!(from_args(args(None)), Ok(None));
+    }
+}

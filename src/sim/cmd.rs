@@ -1,0 +1,165 @@
+//! The wiring of `--simulate`: run the simulation (once, or once per jitter
+//! kind with `--compare`), print the report on stdout and draw `--plot`.
+//! The only part of `sim` that does I/O.
+
+use std::io::Write;
+use std::time::Duration;
+
+use rand::Rng;
+use serde::Serialize;
+
+use super::report::{self, Summary};
+use super::{Outcome, Quiet, simulate};
+use crate::backoff::{Growth, Jitter};
+use crate::exit;
+use crate::log::{Event, Logger, human};
+use crate::policy::{Config, Policy, SimOptions};
+use crate::run::Sink;
+
+/// The JSON report.
+#[derive(Serialize)]
+struct Json<'a> {
+    clients: u32,
+    model: String,
+    seed: u64,
+    runs: &'a [Summary],
+}
+
+/// Keeps a lone client's waits, for the report.
+#[derive(Default)]
+struct Waits(Vec<Duration>);
+
+impl Sink for Waits {
+    type Countdown = ();
+    fn emit(&mut self, event: &Event<'_>) {
+        if let Event::Attempt { next: Some(w), .. } = event {
+            self.0.push(w.delay);
+        }
+    }
+    fn countdown(&self, _: Duration, _: u32, _: Option<u32>) {}
+}
+
+/// The jitter kinds `--compare` runs, in the order shown.
+pub fn kinds(sim: &SimOptions) -> [Jitter; 5] {
+    [
+        Jitter::None,
+        Jitter::Full,
+        Jitter::Equal,
+        Jitter::Decorrelated,
+        Jitter::Additive {
+            max: sim.additive_max,
+        },
+    ]
+}
+
+/// Run every simulation asked for; `rng` makes a fresh generator from the
+/// seed, so each jitter kind of `--compare` sees the same random stream.
+pub fn runs<R: Rng, F: Fn() -> R>(
+    policy: &Policy,
+    sim: &SimOptions,
+    rng: F,
+) -> Vec<(Summary, Outcome)> {
+    let jitters = if sim.compare {
+        kinds(sim).to_vec()
+    } else {
+        vec![policy.delay.jitter]
+    };
+    jitters
+        .into_iter()
+        .map(|jitter| {
+            let mut p = policy.clone();
+            p.delay.jitter = jitter;
+            let mut waits = Waits::default();
+            let outcome = if sim.clients == 1 {
+                simulate(&p, sim.model, 1, &mut rng(), &mut waits)
+            } else {
+                simulate(&p, sim.model, sim.clients, &mut rng(), &mut Quiet)
+            };
+            let recorded = (sim.clients == 1).then_some(waits.0);
+            let summary = Summary::of(jitter.name(), &outcome, sim.model.recovery(), recorded);
+            (summary, outcome)
+        })
+        .collect()
+}
+
+/// What was simulated, in one line.
+pub fn heading(policy: &Policy, sim: &SimOptions, seed: u64) -> String {
+    let d = &policy.delay;
+    let growth = match d.growth {
+        Growth::Exponential { multiplier } => format!("exponential x{multiplier}"),
+        Growth::Linear => "linear".to_string(),
+        Growth::Fixed => "fixed".to_string(),
+    };
+    let jitter = if sim.compare {
+        "each jitter kind".to_string()
+    } else {
+        match d.jitter {
+            Jitter::None => "no jitter".to_string(),
+            Jitter::Additive { max } => format!("additive jitter up to {}", human(max)),
+            j => format!("{} jitter", j.name()),
+        }
+    };
+    let attempts = match policy.max_attempts {
+        Some(m) => format!("up to {m} attempts"),
+        None => "attempts without limit".to_string(),
+    };
+    let deadline = policy
+        .max_time
+        .map(|m| format!(", --max-time {}", human(m)))
+        .unwrap_or_default();
+    format!(
+        "{} client{} failing at once against {}; {attempts}{deadline}; {growth} backoff from {} to {}; {jitter}; seed {seed}",
+        sim.clients,
+        if sim.clients == 1 { "" } else { "s" },
+        sim.model.describe(),
+        human(d.base),
+        human(d.cap)
+    )
+}
+
+/// `retry --simulate`: the report on stdout, exit 0.
+pub fn main<R: Rng, F: Fn() -> R>(config: &Config, sim: &SimOptions, seed: u64, rng: F) -> u8 {
+    let policy = &config.policy;
+    let runs = runs(policy, sim, rng);
+    let text = if sim.json {
+        let summaries: Vec<Summary> = runs.iter().map(|(s, _)| s.clone()).collect();
+        let json = Json {
+            clients: sim.clients,
+            model: sim.model.describe(),
+            seed,
+            runs: &summaries,
+        };
+        match serde_json::to_string_pretty(&json) {
+            Ok(s) => s + "\n",
+            Err(e) => {
+                Logger::stderr().error(&format!("cannot render the report: {e}"));
+                return exit::INTERNAL;
+            }
+        }
+    } else {
+        let head = heading(policy, sim, seed);
+        let width = super::chart::width();
+        if sim.compare {
+            report::table(&head, &runs, width, sim.model.recovery())
+        } else {
+            let (s, o) = &runs[0];
+            report::text(&head, s, o, width, sim.model.recovery())
+        }
+    };
+    if let Some(path) = &sim.plot
+        && let Err(e) = super::plot::write(
+            path,
+            &heading(policy, sim, seed),
+            &runs,
+            sim.model.recovery(),
+        )
+    {
+        Logger::stderr().error(&format!("cannot write --plot {}: {e}", path.display()));
+        return exit::INTERNAL;
+    }
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => exit::SUCCESS,
+        Err(_) => exit::INTERNAL,
+    }
+}

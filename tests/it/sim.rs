@@ -1,0 +1,295 @@
+//! `--simulate`: the storm lab, run through the real binary.
+
+use crate::util::{retry, scratch};
+
+fn json(out: &crate::util::Outcome) -> serde_json::Value {
+    serde_json::from_str(&out.stdout_text()).expect("one JSON report")
+}
+
+#[test]
+fn a_seeded_simulation_is_reproducible() {
+    let run = |seed: &str, format: &str| {
+        let out = retry([
+            "--simulate",
+            "500",
+            "--capacity",
+            "100/s",
+            "--outage",
+            "2s",
+            "--seed",
+            seed,
+            "--format",
+            format,
+        ])
+        .run();
+        out.expect_code(0);
+        assert!(out.stderr.is_empty(), "{}", out.stderr_text());
+        out.stdout_text()
+    };
+    assert_eq!(run("4", "text"), run("4", "text"));
+    assert_eq!(run("4", "json"), run("4", "json"));
+    assert_ne!(run("4", "json"), run("5", "json"));
+}
+
+#[test]
+fn the_report_counts_requests_waves_and_give_ups() {
+    // No jitter, 100ms doubling: waves at 0, 0.1, 0.3, 0.7, 1.5s; the outage
+    // ends at 1s, so all 200 clients succeed on their fifth attempt.
+    let out = retry([
+        "--simulate",
+        "200",
+        "--outage",
+        "1s",
+        "--jitter",
+        "none",
+        "--base",
+        "100ms",
+        "--max",
+        "10",
+        "--format",
+        "json",
+    ])
+    .run();
+    out.expect_code(0);
+    let v = json(&out);
+    let run = &v["runs"][0];
+    assert_eq!(run["requests"], 1000);
+    assert_eq!(run["busiest_100ms"], 200);
+    assert_eq!(run["busiest_100ms_after_recovery"], 200);
+    assert_eq!(run["last_success_ms"], 1500.0);
+    assert_eq!(run["gave_up"], 0);
+    assert_eq!(v["clients"], 200);
+}
+
+#[test]
+fn compare_runs_every_jitter_kind_in_one_table() {
+    let out = retry([
+        "--simulate",
+        "100",
+        "--outage",
+        "3s",
+        "--compare",
+        "--seed",
+        "1",
+    ])
+    .env("COLUMNS", "70")
+    .run();
+    out.expect_code(0);
+    let text = out.stdout_text();
+    for kind in ["none", "full", "equal", "decorrelated", "additive"] {
+        assert!(
+            text.lines().any(|l| l.starts_with(kind)),
+            "no row for {kind}: {text}"
+        );
+    }
+    // The charts fit the terminal's width.
+    assert!(
+        text.lines()
+            .filter(|l| l.contains('|') || l.contains('+'))
+            .all(|l| l.chars().count() <= 70),
+        "{text}"
+    );
+}
+
+#[test]
+fn one_simulated_client_waits_exactly_as_a_real_run() {
+    for jitter in ["full", "decorrelated", "equal"] {
+        let policy = [
+            "--max", "5", "--base", "10ms", "--cap", "80ms", "--seed", "77", "--jitter", jitter,
+        ];
+        let mut real_args = vec!["-v", "--log-format", "json"];
+        real_args.extend(policy);
+        real_args.extend(["--", "false"]);
+        let real = retry(real_args).run();
+        real.expect_code(1);
+        let real_waits: Vec<f64> = real
+            .json()
+            .iter()
+            .filter(|e| e["event"] == "sleep")
+            .map(|e| e["delay_ms"].as_f64().expect("delay_ms"))
+            .collect();
+        let attempts = real
+            .json()
+            .iter()
+            .filter(|e| e["event"] == "attempt")
+            .count();
+
+        let mut sim_args = vec!["--simulate", "1", "--outage", "1h", "--format", "json"];
+        sim_args.extend(policy);
+        let sim = retry(sim_args).run();
+        sim.expect_code(0);
+        let v = json(&sim);
+        let sim_waits: Vec<f64> = v["runs"][0]["waits_ms"]
+            .as_array()
+            .expect("waits_ms")
+            .iter()
+            .map(|w| w.as_f64().expect("number"))
+            .collect();
+        assert_eq!(attempts, 5);
+        assert_eq!(v["runs"][0]["requests"], 5);
+        assert_eq!(real_waits.len(), 4);
+        assert_eq!(sim_waits, real_waits, "{jitter}");
+    }
+}
+
+#[test]
+fn simulation_flags_without_simulate_are_usage_errors() {
+    for args in [
+        vec!["--outage", "1s", "--", "true"],
+        vec!["--compare", "--dry-run"],
+        vec!["--model", "occ", "--", "true"],
+        vec!["--format", "json", "--", "true"],
+    ] {
+        let out = retry(&args).run();
+        out.expect_code(2);
+        let err = out.stderr_text();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("applies only to --simulate"), "{err}");
+        assert!(out.stdout.is_empty());
+    }
+}
+
+#[test]
+fn bad_simulations_are_usage_errors_naming_the_flag() {
+    for (args, flag) in [
+        (vec!["--simulate", "0", "--outage", "1s"], "--simulate"),
+        (vec!["--simulate", "x", "--outage", "1s"], "--simulate"),
+        (vec!["--simulate", "10"], "--outage"),
+        (vec!["--simulate", "10", "--capacity", "0/s"], "--capacity"),
+        (vec!["--simulate", "10", "--outage", "soon"], "--outage"),
+        (
+            vec!["--simulate", "10", "--outage", "1s", "--model", "occ"],
+            "--model occ",
+        ),
+        (
+            vec!["--simulate", "10", "--outage", "1s", "--", "true"],
+            "COMMAND",
+        ),
+        (
+            vec!["--simulate", "10", "--outage", "1s", "--dry-run"],
+            "--dry-run",
+        ),
+        (
+            vec!["--simulate", "10", "--outage", "1s", "--retry-on", "1"],
+            "--retry-on",
+        ),
+    ] {
+        let out = retry(&args).run();
+        out.expect_code(2);
+        let err = out.stderr_text();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(flag), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_timeout_from_the_environment_does_not_stop_a_simulation() {
+    let out = retry(["--simulate", "5", "--outage", "1s"])
+        .env("RETRY_TIMEOUT", "10s")
+        .run();
+    out.expect_code(0);
+    let out = retry(["--simulate", "5", "--outage", "1s", "--timeout", "10s"]).run();
+    out.expect_code(2);
+    assert!(out.stderr_text().contains("--timeout"));
+}
+
+#[test]
+fn ten_thousand_clients_finish() {
+    let out = retry([
+        "--simulate",
+        "10000",
+        "--outage",
+        "5s",
+        "--max",
+        "30",
+        "--format",
+        "json",
+    ])
+    .run();
+    out.expect_code(0);
+    let v = json(&out);
+    assert_eq!(v["runs"][0]["succeeded"], 10000);
+    let out = retry([
+        "--simulate",
+        "1000",
+        "--model",
+        "occ",
+        "--base",
+        "10ms",
+        "--cap",
+        "2s",
+        "--forever",
+        "--format",
+        "json",
+    ])
+    .run();
+    out.expect_code(0);
+    let v = json(&out);
+    assert_eq!(v["runs"][0]["succeeded"], 1000);
+    assert_eq!(v["runs"][0]["gave_up"], 0);
+}
+
+#[test]
+fn plot_writes_an_svg() {
+    let dir = scratch();
+    let svg = dir.path().join("storm.svg");
+    let out = retry([
+        "--simulate",
+        "100",
+        "--outage",
+        "2s",
+        "--compare",
+        "--plot",
+        svg.to_str().expect("utf-8 path"),
+    ])
+    .run();
+    out.expect_code(0);
+    let text = std::fs::read_to_string(&svg).expect("svg written");
+    assert!(text.contains("<svg"), "{text}");
+    for kind in ["none", "full", "decorrelated"] {
+        assert!(text.contains(kind), "legend lacks {kind}");
+    }
+}
+
+#[path = "../../examples/herd/herd.rs"]
+mod herd;
+
+fn small_herd(jitter: &str) -> (herd::Figures, (u64, u64, f64, u64)) {
+    let dir = scratch();
+    let p = herd::Params {
+        retry: crate::util::bin().to_path_buf(),
+        clients: 50,
+        outage: std::time::Duration::from_secs(1),
+        policy: [
+            "--base", "100ms", "--cap", "2s", "--max", "30", "--jitter", jitter,
+        ]
+        .map(str::to_string)
+        .to_vec(),
+        seed: 1,
+        logs: dir.path().to_path_buf(),
+    };
+    let h = herd::run(&p).expect("herd ran");
+    (
+        h.figures(50, p.outage),
+        herd::simulate(&p).expect("simulation ran"),
+    )
+}
+
+#[test]
+fn a_small_real_herd_matches_its_simulation() {
+    // No jitter: waves at 0.1, 0.3 and 0.7 s fail, the one at 1.5 s succeeds,
+    // each with all 50 clients in one 100 ms window, as simulated.
+    let (f, (sim_requests, _, _, sim_before)) = small_herd("none");
+    let none_after = f.busiest_after_recovery;
+    assert_eq!(f.succeeded, 50);
+    assert!(f.busiest_retry_wave >= 45, "{f:?}");
+    assert_eq!((f.requests as u64, sim_requests), (250, 250));
+    assert_eq!(f.during_outage as u64, sim_before);
+    // Full jitter spreads the same herd; the total stays near the simulation's.
+    let (f, (sim_requests, _, _, _)) = small_herd("full");
+    assert_eq!(f.succeeded, 50);
+    let ratio = f.requests as f64 / sim_requests as f64;
+    assert!((0.8..=1.2).contains(&ratio), "{f:?} vs {sim_requests}");
+    // ... and no longer comes back in one wave once the server is up.
+    assert!(f.busiest_after_recovery * 3 <= none_after, "{f:?}");
+}
