@@ -10,21 +10,27 @@ markdown table with a target and PASS/FAIL per row:
 
 1. Start-up overhead. Median wall time of `retry --max 1 -- true` against
    `true` alone (both by absolute path), timed with perf_counter_ns around
-   os.posix_spawn + os.waitpid, the same way for both. The two are
-   interleaved in one loop, swapping which goes first on each iteration, so
-   machine noise hits both alike. Target: under 1 ms added. For scale, the
-   same loop also times coreutils `timeout 60 true`, a small C program that
-   likewise spawns a child and waits for it: what it adds shows what a
-   process wrapper costs on the machine at hand (reported, no target).
+   os.posix_spawn + os.wait4, the same way for every command. In the same
+   loop, as references: the C floor (bench/floor.c, compiled here with
+   `cc -O2`: fork, exec, wait, nothing else), coreutils `timeout 60 true`,
+   and attempt-cli's `attempt fixed --attempts 1 -- true` (another retry
+   tool, in Rust) when it is installed (`cargo install attempt-cli --root
+   target/bench-tools`). All are interleaved, the order reversed on every
+   other iteration, so machine noise hits them alike; each is reported as a
+   ratio to the floor, with the median minor page faults and user+system
+   CPU time from wait4 (which include the reaped `true`). Targets: under
+   1 ms added to `true`, at most 1.3 times the floor. `--variant NAME=PATH`
+   adds other retry builds to the loop.
 
 2. Peak memory while waiting. `retry --max 2 --base 2s --jitter none -- false`
    is left for 1 s, by which time the first attempt has failed and retry is
    in its 2 s backoff sleep; VmRSS and VmHWM are read from
    /proc/PID/status, then retry is stopped with SIGTERM and reaped.
-   Target: VmHWM at most 4 MiB. RssAnon (heap, stack: memory that is
-   retry's alone) is shown beside it; the rest of the RSS is pages of the
-   executable and shared libraries, shared with every other process that
-   maps them.
+   Target: VmHWM at most 4 MiB. RssAnon (heap, stack) and Private_Dirty
+   from /proc/PID/smaps_rollup (pages written by this process alone: what
+   each further sleeping retry really adds) are shown beside it; the rest
+   of the RSS is clean pages of the executable and shared libraries, shared
+   with every other process that maps them.
 
 3. Timer precision. `retry -v --log-format json --max 201 --base 5ms
    --cap 20ms --jitter full --seed 1 -- false` makes 200 sleeps of 0-20 ms.
@@ -68,6 +74,7 @@ Usage:
     python3 bench/run.py                  # build target/release/retry, full run
     python3 bench/run.py --binary PATH    # use an existing binary
     python3 bench/run.py --quick          # fewer repetitions, for a smoke run
+    python3 bench/run.py --overhead-only --variant nopre=PATH   # compare builds
 """
 
 import argparse
@@ -128,49 +135,81 @@ def exit_code(status):
 
 # 1. Overhead -----------------------------------------------------------------
 
-def bench_overhead(retry, runs, warmup, devnull):
+def build_floor(workdir):
+    """Compile bench/floor.c (fork, exec, wait) with cc -O2 into workdir;
+    None without cc."""
+    cc = shutil.which("cc")
+    if cc is None:
+        print("bench: warning: no cc, the C floor is left out", file=sys.stderr)
+        return None
+    out = os.path.join(workdir, "floor")
+    subprocess.run([cc, "-O2", "-o", out, os.path.join(REPO, "bench", "floor.c")], check=True)
+    return out
+
+
+def find_attempt(given):
+    """attempt-cli's `attempt` binary: --attempt, then the bench tools
+    directory, then PATH."""
+    for path in (given, os.path.join(REPO, "target", "bench-tools", "bin", "attempt"),
+                 shutil.which("attempt")):
+        if path and os.access(path, os.X_OK):
+            return os.path.realpath(path)
+    return None
+
+
+def bench_overhead(retry, runs, warmup, devnull, floor=None, attempt=None, variants=()):
+    """Time every command in one loop, order reversed on every other
+    iteration. Returns, per name: median and p90 wall time (ms), and the
+    medians of minor page faults and user+system CPU time from wait4 (these
+    include the reaped `true` under a wrapper)."""
     true = which_abs("true")
-    cmds = {
-        "direct": [true],
-        "retry": [retry, "--max", "1", "--", true],
-    }
-    # Reference, not a target: coreutils `timeout` is a small C program that
-    # also spawns a child and waits for it, so what it adds gives a scale for
-    # what a process wrapper costs on this machine.
+    cmds = {"true": [true]}
+    if floor:
+        cmds["floor"] = [floor, true]
+    cmds["retry"] = [retry, "--max", "1", "--", true]
+    for name, path in variants:
+        cmds[name] = [os.path.abspath(path), "--max", "1", "--", true]
+    # coreutils `timeout`: a small C wrapper that also forks, execs and waits.
     timeout = shutil.which("timeout")
     if timeout:
         cmds["timeout"] = [os.path.realpath(timeout), "60", true]
+    # attempt-cli: another retry tool written in Rust; one attempt.
+    if attempt:
+        cmds["attempt"] = [attempt, "fixed", "--attempts", "1", "--", true]
 
     def once(argv):
         t0 = time.perf_counter_ns()
         pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=devnull.actions)
-        _, status = os.waitpid(pid, 0)
+        _, status, ru = os.wait4(pid, 0)
         t1 = time.perf_counter_ns()
         if status != 0:
             sys.exit(f"bench: {' '.join(argv)} exited {exit_code(status)}")
-        return t1 - t0
+        return t1 - t0, ru.ru_minflt, (ru.ru_utime + ru.ru_stime) * 1e3
 
     names = list(cmds)
     for _ in range(warmup):
         for name in names:
             once(cmds[name])
-    times = {name: [] for name in names}
+    samples = {name: [] for name in names}
     for i in range(runs):
         # Reverse the order every iteration so none always runs first.
         for name in names if i % 2 == 0 else reversed(names):
-            times[name].append(once(cmds[name]))
-    med = {name: median(times[name]) / 1e6 for name in names}
-    return {
-        "true": true,
-        "runs": runs,
-        "direct_ms": med["direct"],
-        "retry_ms": med["retry"],
-        "added_ms": med["retry"] - med["direct"],
-        "ratio": med["retry"] / med["direct"],
-        "retry_p90_ms": percentile(times["retry"], 90) / 1e6,
-        "direct_p90_ms": percentile(times["direct"], 90) / 1e6,
-        "timeout_added_ms": med["timeout"] - med["direct"] if timeout else None,
-    }
+            samples[name].append(once(cmds[name]))
+    result = {"true_path": true, "runs": runs, "argv": cmds, "by": {}}
+    for name in names:
+        wall = [s[0] / 1e6 for s in samples[name]]
+        result["by"][name] = {
+            "ms": median(wall),
+            "p90_ms": percentile(wall, 90),
+            "minflt": median([s[1] for s in samples[name]]),
+            "cpu_ms": median([s[2] for s in samples[name]]),
+        }
+    by = result["by"]
+    result["direct_ms"] = by["true"]["ms"]
+    result["retry_ms"] = by["retry"]["ms"]
+    result["added_ms"] = by["retry"]["ms"] - by["true"]["ms"]
+    result["floor_ratio"] = by["retry"]["ms"] / by["floor"]["ms"] if floor else None
+    return result
 
 
 # 2. Peak RSS while sleeping ---------------------------------------------------
@@ -190,6 +229,17 @@ def kib(value):
     return int(number)
 
 
+def read_rollup(pid):
+    """Fields of /proc/PID/smaps_rollup, in KiB."""
+    fields = {}
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if value.strip().endswith("kB"):
+                fields[key] = kib(value.strip())
+    return fields
+
+
 def bench_rss(retry, reps, devnull):
     false = which_abs("false")
     argv = [retry, "--max", "2", "--base", "2s", "--jitter", "none", "--", false]
@@ -199,12 +249,15 @@ def bench_rss(retry, reps, devnull):
         try:
             time.sleep(1.0)
             st = read_status(pid)
+            rollup = read_rollup(pid)
             state = st["State"].split()[0]
             samples.append({
                 "rss_kib": kib(st["VmRSS"]),
                 "hwm_kib": kib(st["VmHWM"]),
                 "anon_kib": kib(st["RssAnon"]),
                 "threads": int(st["Threads"]),
+                "dirty_kib": rollup["Private_Dirty"],
+                "pss_kib": rollup["Pss"],
                 "state": state,
             })
             if state != "S":
@@ -223,6 +276,8 @@ def bench_rss(retry, reps, devnull):
         "rss_mib": max(s["rss_kib"] for s in samples) / 1024,
         "anon_mib": max(s["anon_kib"] for s in samples) / 1024,
         "threads": max(s["threads"] for s in samples),
+        "dirty_kib": max(s["dirty_kib"] for s in samples),
+        "pss_kib": max(s["pss_kib"] for s in samples),
     }
 
 
@@ -368,6 +423,27 @@ def bench_size(retry):
 
 # Main -------------------------------------------------------------------------
 
+def print_overhead(over):
+    """The overhead loop's table: every command, as a ratio to the C floor."""
+    by = over["by"]
+    base = by.get("floor", by["true"])["ms"]
+    base_name = "floor" if "floor" in by else "true"
+    print()
+    print(f"Overhead, {over['runs']} interleaved runs each (`true` = {over['true_path']}):")
+    print()
+    base_cpu = by.get("floor", by["true"])["cpu_ms"]
+    print(f"| command | median | p90 | x {base_name} | minor faults | user+sys CPU "
+          f"| CPU x {base_name} |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, r in by.items():
+        shown = " ".join(os.path.basename(a) if i == 0 else a
+                         for i, a in enumerate(over["argv"][name]))
+        print(f"| {name}: `{shown}` | {r['ms']:.3f} ms | {r['p90_ms']:.3f} ms | "
+              f"{r['ms'] / base:.2f} | {r['minflt']:.0f} | {r['cpu_ms']:.2f} ms | "
+              f"{r['cpu_ms'] / base_cpu:.2f} |")
+    print()
+
+
 def build_default():
     print("bench: cargo build --release ...", file=sys.stderr)
     subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=REPO, check=True)
@@ -388,6 +464,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--binary", metavar="PATH",
                     help="retry binary to measure (default: build target/release/retry)")
+    ap.add_argument("--attempt", metavar="PATH",
+                    help="attempt-cli's `attempt` binary (default: target/bench-tools/bin/attempt, "
+                         "then PATH; left out when missing)")
+    ap.add_argument("--variant", metavar="NAME=PATH", action="append", default=[],
+                    help="another retry build to time in the overhead loop (repeatable)")
+    ap.add_argument("--overhead-only", action="store_true",
+                    help="run only the overhead loop")
+    ap.add_argument("--runs", type=int, metavar="N",
+                    help="runs of each command in the overhead loop (default 400)")
     ap.add_argument("--quick", action="store_true",
                     help="fewer repetitions: a smoke run, not figures to quote")
     args = ap.parse_args()
@@ -401,11 +486,31 @@ def main():
     else:
         n_over, warm, n_rss, n_sleeps, n_cpu = 400, 10, 3, 200, 7
 
+    if args.runs:
+        n_over = args.runs
+    variants = []
+    for v in args.variant:
+        name, sep, path = v.partition("=")
+        if not sep or not os.access(path, os.X_OK):
+            sys.exit(f"bench: --variant expects NAME=PATH to an executable, got {v!r}")
+        variants.append((name, path))
+    workdir = tempfile.TemporaryDirectory(prefix="retry-bench-")
+    floor = build_floor(workdir.name)
+    attempt = find_attempt(args.attempt)
+    if attempt is None:
+        print("bench: warning: attempt-cli not found, left out "
+              "(cargo install attempt-cli --root target/bench-tools)", file=sys.stderr)
+
     devnull = Devnull()
     load_before = loadavg()
     step = lambda name: print(f"bench: {name} ...", file=sys.stderr, flush=True)
     step(f"overhead ({n_over} interleaved runs each)")
-    over = bench_overhead(retry, n_over, warm, devnull)
+    over = bench_overhead(retry, n_over, warm, devnull, floor, attempt, variants)
+    print_overhead(over)
+    if args.overhead_only:
+        print(f"- load average (1 min) before/after: {load_before} / {loadavg()}; "
+              f"{os.cpu_count()} CPUs")
+        return 0
     step(f"peak RSS while sleeping ({n_rss} runs)")
     rss = bench_rss(retry, n_rss, devnull)
     step(f"timer precision ({n_sleeps} sleeps)")
@@ -417,12 +522,16 @@ def main():
 
     rows = [
         (f"Overhead: `retry --max 1 -- true` vs `true` (median, {over['runs']} interleaved runs each)",
-         f"+{over['added_ms']:.3f} ms ({over['retry_ms']:.3f} vs {over['direct_ms']:.3f} ms, "
-         f"x{over['ratio']:.2f})",
+         f"+{over['added_ms']:.3f} ms ({over['retry_ms']:.3f} vs {over['direct_ms']:.3f} ms)",
          "< 1 ms added", verdict(over["added_ms"] < 1.0)),
+        ("Overhead: `retry --max 1 -- true` vs the C floor `floor true` (same loop)",
+         "n/a" if over["floor_ratio"] is None else
+         f"x{over['floor_ratio']:.2f} ({over['retry_ms']:.3f} vs {over['by']['floor']['ms']:.3f} ms)",
+         "<= x1.30", "n/a" if over["floor_ratio"] is None else verdict(over["floor_ratio"] <= 1.3)),
         (f"Peak RSS in a backoff sleep (VmHWM, max of {rss['reps']})",
          f"{rss['hwm_mib']:.2f} MiB (VmRSS {rss['rss_mib']:.2f} MiB, "
-         f"of which anonymous {rss['anon_mib']:.2f} MiB, "
+         f"of which anonymous {rss['anon_mib']:.2f} MiB; Private_Dirty "
+         f"{rss['dirty_kib']} KiB, Pss {rss['pss_kib']} KiB; "
          f"{rss['threads']} thread{'s' if rss['threads'] != 1 else ''})",
          "<= 4 MiB", verdict(rss["hwm_mib"] <= 4.0)),
         (f"Timer overshoot, planned vs actual delay ({timer['sleeps']} sleeps of 0-20 ms)",
@@ -433,9 +542,6 @@ def main():
          f"{cpu['delta_ms']:.3f} ms (whole run {cpu['sleep_total_ms']:.3f} ms "
          f"incl. children; retry alone {cpu['sleep_own_ms']:.3f} ms)",
          "<= 5 ms", verdict(cpu["delta_ms"] <= 5.0)),
-        ("Reference: coreutils `timeout 60 true` vs `true` (C wrapper, same loop)",
-         "n/a" if over["timeout_added_ms"] is None else f"+{over['timeout_added_ms']:.3f} ms",
-         "-", "info"),
         (f"Release binary size ({size['note']})",
          f"{size['bytes']:,} bytes ({size['mib']:.2f} MiB)", "-", "info"),
     ]
@@ -452,8 +558,6 @@ def main():
     print(f"- binary: {retry}")
     print(f"- load average (1 min) before/after: {load_before} / {load_after}; "
           f"{os.cpu_count()} CPUs")
-    print(f"- overhead p90: retry {over['retry_p90_ms']:.3f} ms, true {over['direct_p90_ms']:.3f} ms "
-          f"(`true` = {over['true']})")
     print(f"- timer: min overshoot {timer['min_ms']:.3f} ms, planned total "
           f"{timer['planned_total_ms']:.1f} ms")
     print(f"- cpu: 2 s run {cpu['sleep_total_ms']:.3f} ms, 0 s baseline {cpu['base_total_ms']:.3f} ms "

@@ -198,9 +198,10 @@ where
         }
         Ok((finish, attempt))
     });
-    // A DNS lookup that hangs holds a blocking thread the runtime would wait
-    // for on drop: leave it behind, so the decision is never held up.
-    runtime.shutdown_background();
+    // The process exits next, which frees the runtime anyway: shutting it
+    // down would only add work to every run, and a DNS lookup that hangs
+    // holds a blocking thread that a drop would wait for.
+    std::mem::forget(runtime);
     result
 }
 

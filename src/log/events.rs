@@ -95,3 +95,22 @@ pub enum Event<'a> {
     /// retry's own failure: it cannot go on.
     Error { message: &'a str },
 }
+
+/// The failed attempt every renderer's tests describe: attempt 2 of 5 exited
+/// 1 after 312.4 ms, next in 870 ms under a 2 s ceiling.
+#[cfg(test)]
+pub fn sample_failed_attempt(status: &Status) -> Event<'_> {
+    Event::Attempt {
+        attempt: 2,
+        max: Some(5),
+        status,
+        verdict: Verdict::Retryable,
+        duration: Duration::from_micros(312_400),
+        next: Some(Wait {
+            delay: Duration::from_millis(870),
+            ceiling: Duration::from_secs(2),
+            jitter: "full",
+            paced: Duration::ZERO,
+        }),
+    }
+}

@@ -271,19 +271,7 @@ mod tests {
     #[test]
     fn attempt_and_sleep_lines() {
         let status = Status::Exited(1);
-        let e = Event::Attempt {
-            attempt: 2,
-            max: Some(5),
-            status: &status,
-            verdict: Verdict::Retryable,
-            duration: Duration::from_micros(312_400),
-            next: Some(Wait {
-                delay: Duration::from_millis(870),
-                ceiling: Duration::from_secs(2),
-                jitter: "full",
-                paced: Duration::ZERO,
-            }),
-        };
+        let e = crate::log::events::sample_failed_attempt(&status);
         let v = parse(&lines(&e, Duration::from_millis(1), &origin()));
         assert_eq!(v.len(), 2);
         assert_eq!(v[0]["event"], "attempt");

@@ -191,19 +191,7 @@ mod tests {
     #[test]
     fn failed_attempt_line() {
         let status = Status::Exited(1);
-        let e = Event::Attempt {
-            attempt: 2,
-            max: Some(5),
-            status: &status,
-            verdict: Verdict::Retryable,
-            duration: Duration::from_micros(312_400),
-            next: Some(Wait {
-                delay: Duration::from_millis(870),
-                ceiling: Duration::from_secs(2),
-                jitter: "full",
-                paced: Duration::ZERO,
-            }),
-        };
+        let e = crate::log::events::sample_failed_attempt(&status);
         assert_eq!(
             line(&e, Duration::ZERO),
             "retry: attempt 2/5 failed (exit 1) after 312ms; next in 870ms (full jitter, ceiling 2s)"

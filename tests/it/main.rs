@@ -8,6 +8,7 @@ mod process;
 mod pty;
 mod ship;
 mod sim;
+mod startup;
 mod state;
 mod supervise;
 mod terminal;
