@@ -400,7 +400,7 @@ fn pace_spaces_retries(store: Store) {
         "--state",
         &s,
         "--pace",
-        "10/s",
+        "5/s",
         "--pace-burst",
         "2",
         "--base",
@@ -425,13 +425,14 @@ fn pace_spaces_retries(store: Store) {
     assert_eq!(starts.len(), n, "every run retried once");
     starts.sort_by(f64::total_cmp);
     // Beyond the burst of 2, k retries apart are at least (k - 1) intervals
-    // apart. Starts may run late under load, never early: allow 40ms of it.
-    let interval = 0.1;
+    // apart. A start may be logged late on a loaded machine, never early:
+    // allow half an interval of it (unpaced, all twenty start together).
+    let interval = 0.2;
     for i in 0..n {
         for j in i + 2..n {
             let k = (j - i) as f64;
             assert!(
-                starts[j] - starts[i] >= (k - 1.0) * interval - 0.04,
+                starts[j] - starts[i] >= (k - 1.0) * interval - interval / 2.0,
                 "retries {i} and {j} started {:.3}s apart",
                 starts[j] - starts[i]
             );
