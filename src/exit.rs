@@ -78,7 +78,7 @@ pub const TABLE: &[Row] = &[
     ),
     row(
         "125",
-        "retry's own failure (e.g. it cannot open its log file, or the shared-state store cannot be used with --state-required)",
+        "retry's own failure (e.g. it cannot open its log file, the system kept refusing to start COMMAND for want of processes, memory or descriptors, or the shared-state store cannot be used with --state-required)",
     ),
     row(
         "75",
