@@ -363,6 +363,8 @@ fn small_herd(jitter: &str) -> (herd::Figures, (u64, u64, f64, u64)) {
         ]
         .map(str::to_string)
         .to_vec(),
+        shared: Vec::new(),
+        capacity: None,
         seed: 1,
         logs: dir.path().to_path_buf(),
     };
