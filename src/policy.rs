@@ -394,7 +394,39 @@ impl Config {
             max_attempts = Some(1);
         }
 
-        let state = state::from_args(cli.state)?;
+        // A simulated fleet is one group with its state in memory: the rules
+        // apply, a group name and a store do not.
+        let (state, fleet) = if cli.sim.simulate.is_some() {
+            let rules = state::rules(&cli.state)?;
+            if rules.breaker.is_some() {
+                return Err(UsageError(
+                    "--breaker has no effect in --simulate: every simulated client starts at once, before any run can fail; use --budget or --pace"
+                        .to_string(),
+                ));
+            }
+            let from_env = |id: &str| cli.from_env.iter().any(|(i, _)| i == id);
+            for (flag, given) in [
+                ("--state", cli.state.state.is_some() && !from_env("state")),
+                ("--state-required", cli.state.state_required),
+            ] {
+                if given {
+                    return Err(UsageError(format!(
+                        "--simulate runs nothing real: it cannot be combined with {flag} (the simulated clients share their state in memory)"
+                    )));
+                }
+            }
+            let options = StateOptions {
+                shared: None,
+                show: cli.state.state_show,
+            };
+            let fleet = crate::sim::Fleet {
+                pace: rules.pace,
+                budget: rules.budget,
+            };
+            (options, fleet)
+        } else {
+            (state::from_args(cli.state)?, crate::sim::Fleet::default())
+        };
         let http = http::from_args(cli.http)?;
         if http.is_some() {
             if !cli.command.is_empty() {
@@ -449,6 +481,7 @@ impl Config {
 
         let sim = sim::from_args(cli.sim)?.map(|mut s| {
             s.additive_max = jitter_max.unwrap_or(Duration::from_secs(1));
+            s.fleet = fleet;
             s
         });
         if sim.is_some() {

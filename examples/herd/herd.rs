@@ -1,9 +1,10 @@
 //! A real thundering herd on loopback: N `retry --http` processes against a
 //! server that holds the first N requests until all have arrived, fails them
-//! all in the same instant, stays down for an outage, then recovers. Every
-//! arrival is recorded, and each client's JSON log gives its planned and
-//! actual waits. Shared by the `herd` example (the bench) and a small herd
-//! in the integration tests.
+//! all in the same instant, stays down for an outage, then recovers (with a
+//! capacity, if given: requests beyond it fail). Every arrival is recorded,
+//! and each client's JSON log gives its planned and actual waits. Shared by
+//! the `herd` and `fleet` examples (the benches) and a small herd in the
+//! integration tests.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -22,6 +23,11 @@ pub struct Params {
     pub outage: Duration,
     /// Policy flags given to every client (and to the simulation).
     pub policy: Vec<String>,
+    /// Flags given to the real clients only (`--group`, `--state`).
+    pub shared: Vec<String>,
+    /// Requests a second the recovered server admits (a token bucket holding
+    /// 100 ms worth, full when the outage ends); None: all.
+    pub capacity: Option<f64>,
     /// Client i gets `--seed seed + i`.
     pub seed: u64,
     /// Where the clients' logs go.
@@ -39,6 +45,8 @@ pub struct Herd {
     pub lags_ms: Vec<f64>,
     /// Private memory (Private_Clean + Private_Dirty) per client during the outage, KiB.
     pub private_kib: Vec<u64>,
+    /// Warnings in the clients' logs (a shared-state store that failed).
+    pub warnings: Vec<String>,
 }
 
 #[derive(Default)]
@@ -47,6 +55,9 @@ struct State {
     release: Option<Instant>,
     arrivals: Vec<Instant>,
     successes: Vec<Instant>,
+    /// The capacity's token bucket: tokens, and when last refilled.
+    tokens: f64,
+    refilled: Option<Instant>,
 }
 
 struct Server {
@@ -54,6 +65,7 @@ struct Server {
     released: Condvar,
     clients: usize,
     outage: Duration,
+    capacity: Option<f64>,
 }
 
 impl Server {
@@ -91,7 +103,8 @@ impl Server {
                 }
                 Some(at) => {
                     s.arrivals.push(now);
-                    let up = now >= at + self.outage;
+                    let recovered = at + self.outage;
+                    let up = now >= recovered && self.admit(&mut s, recovered, now);
                     if up {
                         s.successes.push(now);
                     }
@@ -115,6 +128,33 @@ impl Server {
     }
 }
 
+impl Server {
+    /// The capacity's token bucket, as the simulator's model: one 100 ms
+    /// window's worth (at least one), full when the server recovers.
+    fn admit(&self, s: &mut State, recovered: Instant, now: Instant) -> bool {
+        let Some(rate) = self.capacity else {
+            return true;
+        };
+        let burst = (rate * 0.1).max(1.0);
+        let last = match s.refilled {
+            Some(t) => t,
+            None => {
+                s.tokens = burst;
+                recovered
+            }
+        };
+        let gained = now.saturating_duration_since(last).as_secs_f64() * rate;
+        s.tokens = (s.tokens + gained).min(burst);
+        s.refilled = Some(now.max(last));
+        if s.tokens >= 1.0 {
+            s.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
 /// Private memory of a process in KiB, from /proc/PID/smaps_rollup.
 fn private_kib(pid: u32) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).ok()?;
@@ -125,6 +165,18 @@ fn private_kib(pid: u32) -> Option<u64> {
         }
     }
     Some(total)
+}
+
+/// The warnings in one client's JSON log.
+fn warnings(log: &Path) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(log) else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|v| v["event"] == "warning")
+        .map(|v| v["message"].as_str().unwrap_or_default().to_string())
+        .collect()
 }
 
 /// Planned-versus-actual lag of every wait in one client's JSON log.
@@ -177,6 +229,7 @@ pub fn run(p: &Params) -> std::io::Result<Herd> {
         released: Condvar::new(),
         clients: p.clients,
         outage: p.outage,
+        capacity: p.capacity,
     });
     let stop = Arc::new(AtomicBool::new(false));
     let acceptor = {
@@ -206,6 +259,7 @@ pub fn run(p: &Params) -> std::io::Result<Herd> {
             .env_clear()
             .args(["--http", &url, "-v", "--log-format", "json"])
             .args(&p.policy)
+            .args(&p.shared)
             .args(["--seed", &(p.seed + i as u64).to_string()])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -261,6 +315,7 @@ pub fn run(p: &Params) -> std::io::Result<Herd> {
         exit_codes: codes,
         lags_ms: children.iter().flat_map(|(_, log)| lags(log)).collect(),
         private_kib: private,
+        warnings: children.iter().flat_map(|(_, log)| warnings(log)).collect(),
     })
 }
 
@@ -287,6 +342,7 @@ pub struct Figures {
     pub busiest_after_recovery: usize,
     pub last_success: Option<Duration>,
     pub succeeded: usize,
+    pub gave_up: usize,
 }
 
 impl Herd {
@@ -300,23 +356,33 @@ impl Herd {
             busiest_after_recovery: busiest(&self.arrivals[from..], w),
             last_success: self.successes.last().copied(),
             succeeded: self.exit_codes.iter().filter(|c| **c == 0).count(),
+            gave_up: self.exit_codes.iter().filter(|c| **c != 0).count(),
         }
     }
+}
+
+/// `retry --simulate` with the same policy (and capacity): the JSON report's run.
+pub fn simulate_json(p: &Params) -> std::io::Result<serde_json::Value> {
+    let mut cmd = Command::new(&p.retry);
+    cmd.env_clear()
+        .args(["--simulate", &p.clients.to_string()])
+        .args(["--outage", &format!("{}ms", p.outage.as_millis())]);
+    if let Some(rate) = p.capacity {
+        cmd.args(["--capacity", &format!("{rate}/s")]);
+    }
+    let out = cmd
+        .args(&p.policy)
+        .args(["--seed", &p.seed.to_string(), "--format", "json"])
+        .output()?;
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).map_err(std::io::Error::other)?;
+    Ok(v["runs"][0].take())
 }
 
 /// `retry --simulate` with the same policy: (requests, busiest 100 ms after
 /// recovery, last success in ms, requests before recovery).
 pub fn simulate(p: &Params) -> std::io::Result<(u64, u64, f64, u64)> {
-    let out = Command::new(&p.retry)
-        .env_clear()
-        .args(["--simulate", &p.clients.to_string()])
-        .args(["--outage", &format!("{}ms", p.outage.as_millis())])
-        .args(&p.policy)
-        .args(["--seed", &p.seed.to_string(), "--format", "json"])
-        .output()?;
-    let v: serde_json::Value =
-        serde_json::from_slice(&out.stdout).map_err(std::io::Error::other)?;
-    let r = &v["runs"][0];
+    let r = simulate_json(p)?;
     Ok((
         r["requests"].as_u64().unwrap_or(0),
         r["busiest_100ms_after_recovery"].as_u64().unwrap_or(0),

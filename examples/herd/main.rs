@@ -88,6 +88,8 @@ fn main() -> std::io::Result<()> {
             clients,
             outage: OUTAGE,
             policy,
+            shared: Vec::new(),
+            capacity: None,
             seed: 1,
             logs: logs.path().join(kind),
         };

@@ -12,6 +12,7 @@ pub struct StateArgs {
     ///
     /// Needed by --pace, --budget, --breaker and --state-show. Invocations on
     /// one host share a group through a directory, across hosts through Redis.
+    /// Not needed with --simulate: the simulated clients are one group.
     #[arg(long, value_name = "NAME", env = "RETRY_GROUP", help_heading = HEADING)]
     pub group: Option<String>,
 
@@ -35,7 +36,8 @@ pub struct StateArgs {
     ///
     /// A retry waits for the later of its own delay and the group's next free
     /// slot; it gives up rather than take a slot past --max-time. First
-    /// attempts are never paced.
+    /// attempts are never paced. With --simulate, the simulated clients share
+    /// the pace.
     #[arg(long, value_name = "RATE", help_heading = HEADING)]
     pub pace: Option<String>,
 
@@ -48,7 +50,8 @@ pub struct StateArgs {
     /// The count starts at TOKENS; each failed attempt takes one token, each
     /// success gives back RATIO. A retry is allowed only while more than
     /// TOKENS/2 remain; otherwise the run ends with the last attempt's code.
-    /// First attempts always run.
+    /// First attempts always run. With --simulate, the simulated clients share
+    /// the budget.
     #[arg(long, value_name = "TOKENS[:RATIO]", num_args = 0..=1, default_missing_value = "100:0.1", help_heading = HEADING)]
     pub budget: Option<String>,
 

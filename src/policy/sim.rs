@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use super::{DUR_FORM, UsageError, invalid, parse_duration};
 use crate::cli::{FormatArg, ModelArg, SimArgs};
-use crate::sim::Model;
+use crate::sim::{Fleet, Model};
 
 /// Most clients a simulation takes: far past any fleet worth modelling on
 /// one machine, small enough that the report comes back in seconds.
@@ -23,6 +23,8 @@ pub struct SimOptions {
     pub plot: Option<PathBuf>,
     /// `--jitter-max` for the additive run of `--compare`.
     pub additive_max: Duration,
+    /// `--pace` and `--budget`: the clients share them as one group.
+    pub fleet: Fleet,
 }
 
 /// Validate the simulation flags. `Ok(None)` when `--simulate` was not given
@@ -97,6 +99,7 @@ pub fn from_args(args: SimArgs) -> Result<Option<SimOptions>, UsageError> {
         json: args.format == Some(FormatArg::Json),
         plot: args.plot,
         additive_max: Duration::from_secs(1),
+        fleet: Fleet::default(),
     }))
 }
 

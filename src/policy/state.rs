@@ -25,7 +25,17 @@ const BUDGET_FORM: &str =
     "TOKENS[:RATIO], such as 100 or 100:0.1 (TOKENS at least 1, RATIO from 0 to TOKENS)";
 const BREAKER_FORM: &str = "THRESHOLD[:COOLDOWN], such as 5 or 5:30s (THRESHOLD at least 1)";
 
-pub fn from_args(a: StateArgs) -> Result<StateOptions, UsageError> {
+/// `--pace` (with `--pace-burst`), `--budget` and `--breaker`, validated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Rules {
+    pub pace: Option<Pace>,
+    pub budget: Option<Budget>,
+    pub breaker: Option<Breaker>,
+}
+
+/// Validate the rule flags alone, without a group or a store: what
+/// `--simulate` needs, its virtual fleet being one group.
+pub fn rules(a: &StateArgs) -> Result<Rules, UsageError> {
     let pace = a.pace.as_deref().map(parse_rate).transpose()?;
     let burst = match a.pace_burst.as_deref() {
         None => 1,
@@ -39,9 +49,19 @@ pub fn from_args(a: StateArgs) -> Result<StateOptions, UsageError> {
             "--pace-burst applies only with --pace RATE".to_string(),
         ));
     }
-    let pace = pace.map(|interval| Pace { interval, burst });
-    let budget = a.budget.as_deref().map(parse_budget).transpose()?;
-    let breaker = a.breaker.as_deref().map(parse_breaker).transpose()?;
+    Ok(Rules {
+        pace: pace.map(|interval| Pace { interval, burst }),
+        budget: a.budget.as_deref().map(parse_budget).transpose()?,
+        breaker: a.breaker.as_deref().map(parse_breaker).transpose()?,
+    })
+}
+
+pub fn from_args(a: StateArgs) -> Result<StateOptions, UsageError> {
+    let Rules {
+        pace,
+        budget,
+        breaker,
+    } = rules(&a)?;
 
     let wanted = [
         ("--pace", pace.is_some()),

@@ -9,7 +9,7 @@ use rand::Rng;
 use serde::Serialize;
 
 use super::report::{self, Summary};
-use super::{Outcome, Quiet, simulate};
+use super::{Fleet, Outcome, Quiet, simulate_fleet};
 use crate::backoff::{Growth, Jitter};
 use crate::exit;
 use crate::log::{Event, Logger, human};
@@ -71,9 +71,16 @@ pub fn runs<R: Rng, F: Fn() -> R>(
             p.delay.jitter = jitter;
             let mut waits = Waits::default();
             let outcome = if sim.clients == 1 {
-                simulate(&p, sim.model, 1, &mut rng(), &mut waits)
+                simulate_fleet(&p, sim.fleet, sim.model, 1, &mut rng(), &mut waits)
             } else {
-                simulate(&p, sim.model, sim.clients, &mut rng(), &mut Quiet)
+                simulate_fleet(
+                    &p,
+                    sim.fleet,
+                    sim.model,
+                    sim.clients,
+                    &mut rng(),
+                    &mut Quiet,
+                )
             };
             let recorded = (sim.clients == 1).then_some(waits.0);
             let summary = Summary::of(jitter.name(), &outcome, sim.model.recovery(), recorded);
@@ -112,13 +119,34 @@ pub fn heading(policy: &Policy, sim: &SimOptions, seed: u64) -> String {
         |s| format!("from starts staggered over {}", human(s)),
     );
     format!(
-        "{} client{} failing {start} against {}; {attempts}{deadline}; {growth} backoff from {} to {}; {jitter}; seed {seed}",
+        "{} client{} failing {start} against {}; {attempts}{deadline}; {growth} backoff from {} to {}; {jitter}{}; seed {seed}",
         sim.clients,
         if sim.clients == 1 { "" } else { "s" },
         sim.model.describe(),
         human(d.base),
-        human(d.cap)
+        human(d.cap),
+        shared(&sim.fleet)
     )
+}
+
+/// What the clients share, for the heading ("" when nothing).
+fn shared(fleet: &Fleet) -> String {
+    let mut s = String::new();
+    if let Some(p) = fleet.pace {
+        let rate = 1e6 / p.interval as f64;
+        // Two decimals at most: 20/s, 0.5/s, 3.33/s.
+        let rate = format!("{rate:.2}");
+        let rate = rate.trim_end_matches('0').trim_end_matches('.');
+        s.push_str(&format!("; shared pace {rate}/s, burst {}", p.burst));
+    }
+    if let Some(b) = fleet.budget {
+        s.push_str(&format!(
+            "; shared budget {}:{}",
+            b.max_milli as f64 / 1000.0,
+            b.ratio_milli as f64 / 1000.0
+        ));
+    }
+    s
 }
 
 /// `retry --simulate`: the report on stdout, exit 0.

@@ -17,17 +17,19 @@ use rand::Rng;
 
 use crate::backoff::Backoff;
 use crate::classify::{Status, Verdict};
-use crate::log::{End, Event, Wait};
+use crate::log::{End, Event, Wait, human};
 use crate::policy::Policy;
 use crate::run::Sink;
 use crate::wait::{self, Decision};
 
 pub mod chart;
 pub mod cmd;
+pub mod fleet;
 pub mod model;
 pub mod plot;
 pub mod report;
 
+pub use fleet::Fleet;
 pub use model::Model;
 
 /// Events beyond this end the simulation (and the report says so): a bound
@@ -44,6 +46,8 @@ pub struct Outcome {
     /// When each client that succeeded did, in order.
     pub successes: Vec<Duration>,
     pub gave_up: u32,
+    /// Of those that gave up, how many the group's retry budget refused.
+    pub refused: u32,
     /// The simulation stopped at [`MAX_EVENTS`] with clients still retrying.
     pub truncated: bool,
 }
@@ -87,7 +91,7 @@ impl Sink for Quiet {
     fn countdown(&self, _: Duration, _: u32, _: Option<u32>) {}
 }
 
-/// Run `clients` clients under `policy` against `model`.
+/// Run `clients` clients under `policy` against `model`, sharing nothing.
 pub fn simulate<R, S>(
     policy: &Policy,
     model: Model,
@@ -99,6 +103,24 @@ where
     R: Rng + ?Sized,
     S: Sink,
 {
+    simulate_fleet(policy, Fleet::default(), model, clients, rng, sink)
+}
+
+/// Run `clients` clients under `policy` against `model`, as one group
+/// sharing `fleet`'s pace and budget.
+pub fn simulate_fleet<R, S>(
+    policy: &Policy,
+    fleet: Fleet,
+    model: Model,
+    clients: u32,
+    rng: &mut R,
+    sink: &mut S,
+) -> Outcome
+where
+    R: Rng + ?Sized,
+    S: Sink,
+{
+    let mut shared = fleet::Shared::new(fleet);
     let max = policy.max_attempts;
     // Every client starts at 0, so the deadline is the same for all.
     let deadline = policy.max_time;
@@ -107,6 +129,7 @@ where
         arrivals: Vec::new(),
         successes: Vec::new(),
         gave_up: 0,
+        refused: 0,
         truncated: false,
     };
     let mut state: Vec<Client> = (0..clients)
@@ -209,6 +232,7 @@ where
         // A real run stops an attempt still running at --max-time: its
         // answer, even a success, is never seen.
         if deadline.is_some_and(|d| now > d) {
+            shared.record(false);
             report(sink, &FAILED, Verdict::Permanent, None);
             end(
                 sink,
@@ -219,6 +243,8 @@ where
             out.gave_up += 1;
             continue;
         }
+        // As a real run does after each attempt: the budget counts it.
+        shared.record(ok);
         if ok {
             report(sink, &SUCCEEDED, Verdict::Success, None);
             end(sink, End::Success, 0, "");
@@ -235,25 +261,55 @@ where
             client.backoff.reset();
         }
         let step = client.backoff.next(rng);
-        match wait::decide(wait::Input {
+        let own = wait::Input {
             step,
             retry_after: None,
             now,
             deadline,
             pace_slot: None,
-        }) {
-            Decision::Sleep { until, delay, .. } => {
+        };
+        // The same three steps as a real run: the client's own wait, the
+        // group's word on it (budget, pace slot), then the wait with the slot.
+        let decision = match wait::decide(own) {
+            Decision::Sleep { delay, .. } => match shared.plan(now, delay, deadline) {
+                fleet::Word::Go { slot } => wait::decide(wait::Input {
+                    pace_slot: slot,
+                    ..own
+                }),
+                fleet::Word::BudgetSpent => {
+                    report(sink, &FAILED, Verdict::Retryable, None);
+                    end(sink, End::Refused, 22, "the group's retry budget is spent");
+                    out.gave_up += 1;
+                    out.refused += 1;
+                    continue;
+                }
+                fleet::Word::PastDeadline { wait } => {
+                    report(sink, &FAILED, Verdict::Retryable, None);
+                    let reason = format!(
+                        "the group's next pace slot is after --max-time ({} from now)",
+                        human(wait)
+                    );
+                    end(sink, End::Deadline, 22, &reason);
+                    out.gave_up += 1;
+                    continue;
+                }
+            },
+            other => other,
+        };
+        match decision {
+            Decision::Sleep { until, delay, wait } => {
                 report(
                     sink,
                     &FAILED,
                     Verdict::Retryable,
                     Some(Wait {
-                        delay,
+                        delay: wait,
                         ceiling: step.ceiling,
                         jitter: policy.delay.jitter.name(),
-                        paced: Duration::ZERO,
+                        paced: wait.saturating_sub(delay),
                     }),
                 );
+                let client = &mut state[idx];
                 client.began = until;
                 if first == Msg::Read {
                     push(&mut queue, until + model::latency(rng), c, Msg::Read);
@@ -389,5 +445,104 @@ mod tests {
         // 10 at once, then 100/s: the last cannot succeed before ~9.9 s.
         let last = *o.successes.last().expect("successes");
         assert!(last >= ms(9900), "{last:?}");
+    }
+
+    fn fleet_sim(p: &Policy, fleet: Fleet, model: Model, n: u32, seed: u64) -> Outcome {
+        simulate_fleet(
+            p,
+            fleet,
+            model,
+            n,
+            &mut crate::rng::seeded(seed),
+            &mut Quiet,
+        )
+    }
+
+    fn paced(per_sec: u64, burst: u32) -> Fleet {
+        Fleet {
+            pace: Some(crate::state::rules::Pace {
+                interval: 1_000_000 / per_sec,
+                burst,
+            }),
+            budget: None,
+        }
+    }
+
+    #[test]
+    fn a_paced_fleet_never_retries_closer_than_the_pace_beyond_the_burst() {
+        let m = Model::Capacity {
+            rate: 200.0,
+            outage: Some(ms(3000)),
+        };
+        for burst in [1, 4] {
+            let n = 300;
+            let o = fleet_sim(&policy(Jitter::Full, None), paced(50, burst), m, n, 3);
+            assert_eq!((o.successes.len(), o.gave_up), (n as usize, 0));
+            // The first attempts come first, all at 0 and never paced.
+            assert!(o.arrivals[..n as usize].iter().all(|t| t.is_zero()));
+            let retries = &o.arrivals[n as usize..];
+            assert!(retries.len() > n as usize, "{}", retries.len());
+            // Any `burst + 1` retries in a row span at least one interval.
+            let b = burst as usize;
+            for (i, w) in retries.windows(b + 1).enumerate() {
+                assert!(w[b] - w[0] >= ms(20), "burst {burst}, retry {i}: {w:?}");
+            }
+            // Never more than 100 ms worth of the pace (plus the burst).
+            let after = report::busiest(retries, ms(100));
+            assert!(after < 5 + u64::from(burst), "burst {burst}: {after}");
+        }
+        // Unpaced, the same fleet comes back many at a time.
+        let o = sim(&policy(Jitter::Full, None), m, 300, 3);
+        assert!(report::busiest(&o.arrivals[300..], ms(100)) > 20);
+    }
+
+    #[test]
+    fn a_budget_refuses_retries_once_the_group_is_at_half() {
+        let budget = Fleet {
+            pace: None,
+            budget: Some(crate::state::rules::Budget {
+                max_milli: 10_000,
+                ratio_milli: 100,
+            }),
+        };
+        // 20 first attempts fail at 0, one after another: the count falls
+        // 9, 8, 7, 6 (above half: retry), then 5 and below (refused).
+        let p = policy(Jitter::None, None);
+        let o = fleet_sim(&p, budget, Model::Outage { until: ms(60_000) }, 20, 1);
+        assert_eq!(o.arrivals.len(), 24);
+        assert_eq!(&o.arrivals[20..], &[ms(100); 4]);
+        assert_eq!((o.gave_up, o.refused), (20, 20));
+        // The four that retried find the server back at 100 ms.
+        let o = fleet_sim(&p, budget, Model::Outage { until: ms(50) }, 20, 1);
+        assert_eq!((o.successes, o.refused), (vec![ms(100); 4], 16));
+        // Without the budget, all 20 come back.
+        let o = sim(&p, Model::Outage { until: ms(50) }, 20, 1);
+        assert_eq!((o.successes.len(), o.gave_up), (20, 0));
+    }
+
+    #[test]
+    fn a_paced_slot_past_the_deadline_gives_up() {
+        // One slot a second, 10 clients, --max-time 3.5 s: the slots at
+        // 0.1, 1.1, 2.1 and 3.1 s are taken; the rest would start too late.
+        let mut p = policy(Jitter::None, None);
+        p.max_time = Some(ms(3500));
+        let o = fleet_sim(&p, paced(1, 1), Model::Outage { until: ms(0) }, 10, 1);
+        assert_eq!(o.arrivals.len(), 10);
+        let o = fleet_sim(&p, paced(1, 1), Model::Outage { until: ms(1) }, 10, 1);
+        assert_eq!(o.successes, vec![ms(100), ms(1100), ms(2100), ms(3100)]);
+        assert_eq!((o.gave_up, o.refused), (6, 0));
+    }
+
+    #[test]
+    fn a_seed_gives_the_same_fleet_simulation() {
+        let mut f = paced(30, 2);
+        f.budget = Some(crate::state::rules::Budget::DEFAULT);
+        let p = policy(Jitter::Decorrelated, Some(8));
+        let m = Model::Capacity {
+            rate: 50.0,
+            outage: Some(ms(2000)),
+        };
+        assert_eq!(fleet_sim(&p, f, m, 300, 9), fleet_sim(&p, f, m, 300, 9));
+        assert_ne!(fleet_sim(&p, f, m, 300, 9), fleet_sim(&p, f, m, 300, 10));
     }
 }

@@ -31,6 +31,8 @@ pub struct Summary {
     pub last_success_ms: Option<f64>,
     pub succeeded: u32,
     pub gave_up: u32,
+    /// Of those that gave up, how many the group's retry budget refused.
+    pub refused_by_budget: u32,
     /// The simulation hit its event limit with clients still retrying.
     pub truncated: bool,
     /// A single client's waits, in order (only with one client).
@@ -81,6 +83,7 @@ impl Summary {
             last_success_ms: o.successes.last().copied().map(ms),
             succeeded: o.successes.len() as u32,
             gave_up: o.gave_up,
+            refused_by_budget: o.refused,
             truncated: o.truncated,
             waits_ms: waits.map(|w| w.into_iter().map(ms).collect()),
         }
@@ -121,6 +124,9 @@ pub fn text(
     let _ = writeln!(r, "median client success:  {}", opt_ms(s.median_success_ms));
     let _ = writeln!(r, "last client success:    {}", opt_ms(s.last_success_ms));
     let _ = writeln!(r, "clients that gave up:   {} of {}", s.gave_up, s.clients);
+    if s.refused_by_budget > 0 {
+        let _ = writeln!(r, "  refused by the budget: {}", s.refused_by_budget);
+    }
     if s.truncated {
         let _ = writeln!(
             r,
@@ -172,6 +178,17 @@ pub fn table(
         r,
         "(busiest: most requests in any 100ms window; after rec: counting only once the server is back)"
     );
+    if runs.iter().any(|(s, _)| s.refused_by_budget > 0) {
+        let refused: Vec<String> = runs
+            .iter()
+            .map(|(s, _)| format!("{} {}", s.jitter, s.refused_by_budget))
+            .collect();
+        let _ = writeln!(
+            r,
+            "(gave up because the group's budget was spent: {})",
+            refused.join(", ")
+        );
+    }
     // One time axis for all, so the charts compare at a glance.
     let end = runs
         .iter()
@@ -210,6 +227,7 @@ mod tests {
             arrivals: vec![ms(0), ms(0), ms(0), ms(0), ms(1000), ms(1001), ms(1500)],
             successes: vec![ms(1000), ms(1001), ms(1500)],
             gave_up: 1,
+            refused: 0,
             truncated: false,
         };
         let s = Summary::of("full", &o, Some(ms(1000)), None);

@@ -173,6 +173,26 @@ fn bad_simulations_are_usage_errors_naming_the_flag() {
             vec!["--simulate", "10", "--outage", "1s", "--retry-on", "1"],
             "--retry-on",
         ),
+        (
+            vec!["--simulate", "10", "--outage", "1s", "--breaker"],
+            "--breaker",
+        ),
+        (
+            vec!["--simulate", "10", "--outage", "1s", "--pace", "fast"],
+            "--pace",
+        ),
+        (
+            vec!["--simulate", "10", "--outage", "1s", "--budget", "0"],
+            "--budget",
+        ),
+        (
+            vec!["--simulate", "10", "--outage", "1s", "--state", "/tmp"],
+            "--state",
+        ),
+        (
+            vec!["--simulate", "10", "--outage", "1s", "--state-required"],
+            "--state-required",
+        ),
     ] {
         let out = retry(&args).run();
         out.expect_code(2);
@@ -180,6 +200,84 @@ fn bad_simulations_are_usage_errors_naming_the_flag() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains(flag), "{args:?}: {err}");
     }
+}
+
+#[test]
+fn a_simulated_fleet_shares_its_pace_and_budget() {
+    let dir = scratch();
+    let home = dir.path().join("home");
+    let sim = |extra: &[&str]| {
+        let mut args = vec![
+            "--simulate",
+            "300",
+            "--capacity",
+            "100/s",
+            "--outage",
+            "3s",
+            "--seed",
+            "2",
+            "--format",
+            "json",
+        ];
+        args.extend_from_slice(extra);
+        // A group and a store from the environment change nothing.
+        let out = retry(&args)
+            .env("HOME", home.to_str().expect("utf-8 path"))
+            .env("RETRY_GROUP", "fleet")
+            .env(
+                "RETRY_STATE",
+                dir.path().join("state").to_str().expect("utf-8"),
+            )
+            .run();
+        out.expect_code(0);
+        assert!(out.stderr.is_empty(), "{}", out.stderr_text());
+        json(&out)
+    };
+    let alone = sim(&[]);
+    let paced = sim(&["--pace", "20/s"]);
+    let (a, p) = (&alone["runs"][0], &paced["runs"][0]);
+    // 20/s is at most 2 starts in any 100 ms window once the server is back,
+    // and at most 3 s x 20/s (plus the first attempts) while it is down.
+    assert_eq!(p["busiest_100ms_after_recovery"], 2, "{p}");
+    assert!(
+        p["requests_before_recovery"].as_u64() <= Some(300 + 60),
+        "{p}"
+    );
+    assert!(a["busiest_100ms_after_recovery"].as_u64() > Some(10), "{a}");
+    // Unpaced, some clients run out of attempts against the capacity.
+    assert_eq!(p["gave_up"], 0, "{p}");
+    assert!(a["gave_up"].as_u64() > Some(0), "{a}");
+    // A budget of 10 lets 4 retries through, then refuses the rest.
+    let b = &sim(&["--budget", "10"])["runs"][0];
+    assert_eq!(b["refused_by_budget"], 300, "{b}");
+    assert_eq!(b["requests"], 304, "{b}");
+    // --compare paces every jitter kind alike.
+    let c = sim(&["--pace", "20/s", "--compare"]);
+    let runs = c["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 5);
+    for r in runs {
+        assert!(r["busiest_100ms_after_recovery"].as_u64() <= Some(2), "{r}");
+    }
+    // Nothing was written: the fleet's state lives in memory.
+    assert!(!home.exists() && !dir.path().join("state").exists());
+    let text = retry([
+        "--simulate",
+        "30",
+        "--outage",
+        "1s",
+        "--pace",
+        "20/s",
+        "--pace-burst",
+        "3",
+        "--budget",
+    ])
+    .run();
+    text.expect_code(0);
+    let head = text.stdout_text();
+    assert!(
+        head.contains("shared pace 20/s, burst 3; shared budget 100:0.1"),
+        "{head}"
+    );
 }
 
 #[test]
@@ -265,6 +363,8 @@ fn small_herd(jitter: &str) -> (herd::Figures, (u64, u64, f64, u64)) {
         ]
         .map(str::to_string)
         .to_vec(),
+        shared: Vec::new(),
+        capacity: None,
         seed: 1,
         logs: dir.path().to_path_buf(),
     };
