@@ -88,6 +88,20 @@ fn prepare_once() -> StartState {
     }
 }
 
+/// The signals retry has handlers for (or will have): those of [`CAUGHT`]
+/// not ignored at start, and SIGCHLD. A child sets them back to their
+/// default before it execs, so that none of retry's handlers can run in it.
+/// Every handler retry installs must be in this list.
+pub fn handled() -> Vec<libc::c_int> {
+    let start = prepare();
+    CAUGHT
+        .into_iter()
+        .filter(|s| !start.ignored.contains(s))
+        .chain([Signal::SIGCHLD])
+        .map(|s| s as libc::c_int)
+        .collect()
+}
+
 /// Stop this process until a SIGCONT arrives (job control's `fg` or `bg`).
 /// Catching TSTP replaced its default action, so retry stops itself this way.
 pub fn suspend_self() {

@@ -14,6 +14,7 @@ pub mod http;
 pub mod output;
 pub mod process;
 pub mod scan;
+mod spawn;
 pub mod stdin;
 mod terminal;
 

@@ -14,7 +14,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io;
-use std::os::unix::process::CommandExt;
+use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use nix::libc;
@@ -24,12 +24,13 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use super::children::{Change, count_group, group_alive, reap};
 use super::output::Pump;
+use super::spawn::{Spawn, spawn};
 use super::stdin::StdinSource;
-use super::terminal::{Terminal, take_foreground_in_child};
+use super::terminal::Terminal;
 use super::{Attempt, Context, Details};
 use crate::classify::{Limit, OutputMatch, Status};
 use crate::policy::ProcessOptions;
-use crate::signals::{Signals, is_terminating, sigpipe_ignored_at_start, suspend_self};
+use crate::signals::{Signals, handled, is_terminating, sigpipe_ignored_at_start, suspend_self};
 
 /// Runs COMMAND once per attempt.
 pub struct ProcessAttempt {
@@ -130,71 +131,55 @@ impl Attempt for ProcessAttempt {
             .as_ref()
             .is_some_and(Terminal::retry_is_foreground);
 
-        let mut cmd = std::process::Command::new(program);
-        cmd.args(args)
-            .env("RETRY_ATTEMPT", ctx.number.to_string())
-            .env(
+        let env = [
+            ("RETRY_ATTEMPT", ctx.number.to_string()),
+            (
                 "RETRY_MAX_ATTEMPTS",
                 ctx.max.map(|m| m.to_string()).unwrap_or_default(),
-            )
-            .env(
+            ),
+            (
                 "RETRY_PREVIOUS_EXIT",
                 ctx.previous_exit.map(|c| c.to_string()).unwrap_or_default(),
-            )
-            .env("RETRY_DEPTH", self.depth.to_string());
-        if !foreground {
-            cmd.process_group(0);
-        }
-        match self.stdin.stdio() {
-            Ok(s) => cmd.stdin(s),
+            ),
+            ("RETRY_DEPTH", self.depth.to_string()),
+        ];
+        let (stdin, feed) = match self.stdin.for_attempt() {
+            Ok(s) => s,
             Err(e) => return Status::CannotStart(format!("cannot prepare stdin: {e}")),
         };
-        let mut pump = match &self.opts.output {
-            None => None,
+        let (mut pump, ends) = match &self.opts.output {
+            None => (None, None),
             Some(patterns) => match Pump::start(patterns) {
-                Ok((pump, ends)) => {
-                    cmd.stdout(ends.stdout).stderr(ends.stderr);
-                    Some(pump)
-                }
+                Ok((pump, ends)) => (Some(pump), Some(ends)),
                 Err(e) => {
                     return Status::CannotStart(format!("cannot set up the output pipes: {e}"));
                 }
             },
         };
-        let parent = getpid();
-        let keep_sigpipe_ignored = sigpipe_ignored_at_start();
         let tty = self.terminal.as_ref().filter(|_| handed).map(Terminal::raw);
-        // SAFETY: between fork and exec only async-signal-safe calls run:
-        // prctl, getppid, kill, signal, setpgid, sigprocmask, tcsetpgrp.
-        unsafe {
-            cmd.pre_exec(move || {
-                // Die with retry, even when it is killed with SIGKILL; and if
-                // retry is already gone, do not start at all.
-                let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
-                if nix::unistd::getppid() != parent {
-                    let _ = nix::sys::signal::raise(Signal::SIGKILL);
-                }
-                // std restored SIGPIPE's default; a parent's "ignore" wins, as
-                // it would have without retry in between.
-                if keep_sigpipe_ignored {
-                    libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-                }
-                if let Some(tty) = tty {
-                    take_foreground_in_child(tty);
-                }
-                Ok(())
-            });
-        }
-        let spawned = cmd.spawn();
-        // The child's ends of the output pipes must close here, or the pump
-        // never sees the end of its output.
-        drop(cmd);
-        let mut child = match spawned {
-            Ok(c) => c,
+        let caught = handled();
+        let spawned = spawn(&Spawn {
+            program,
+            args,
+            env: &env,
+            stdio: [
+                stdin.as_ref().map(AsRawFd::as_raw_fd),
+                ends.as_ref().map(|e| e.stdout.as_raw_fd()),
+                ends.as_ref().map(|e| e.stderr.as_raw_fd()),
+            ],
+            new_group: !foreground,
+            terminal: tty,
+            sigpipe_ignored: sigpipe_ignored_at_start(),
+            caught: &caught,
+        });
+        // The child's ends of the pipes must close here, or the pump never
+        // sees the end of its output (nor the child the end of its input).
+        drop((stdin, ends));
+        let pid = match spawned {
+            Ok(pid) => pid,
             Err(e) => return start_failure(&e, program),
         };
         let started = Instant::now();
-        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
         let target = if foreground {
             Target::Child(pid)
         } else {
@@ -203,10 +188,7 @@ impl Attempt for ProcessAttempt {
         if let (true, Some(t)) = (handed, &self.terminal) {
             t.give_to(pid);
         }
-        self.stdin.feed(child.stdin.take());
-        // std's Child neither waits nor kills on drop: from here on, retry
-        // reaps by pid itself (see `children`).
-        drop(child);
+        self.stdin.feed(feed);
 
         let mut stop: Option<(Stop, Instant)> = None;
         let mut killed = false;

@@ -4,9 +4,8 @@
 //! No attempt can change what the next one reads: each gets its own pipe, or
 //! its own read-only descriptor (with its own offset) of the spilled file.
 
-use std::io::{self, Read, Seek, Write};
-use std::os::fd::AsRawFd;
-use std::process::Stdio;
+use std::io::{self, PipeWriter, Read, Seek, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 
 /// stdin held in memory up to this size, in a private temp file beyond it.
@@ -49,19 +48,24 @@ impl StdinSource {
         }
     }
 
-    /// The child's stdin for one attempt.
-    pub fn stdio(&self) -> io::Result<Stdio> {
+    /// The child's stdin for one attempt (None: retry's own), and the end of
+    /// its pipe to [`feed`](Self::feed) once the child has started.
+    pub fn for_attempt(&self) -> io::Result<(Option<OwnedFd>, Option<PipeWriter>)> {
         Ok(match self {
-            StdinSource::Inherit => Stdio::inherit(),
-            StdinSource::Memory(_) => Stdio::piped(),
-            StdinSource::File(f) => Stdio::from(private_view(f)?),
+            StdinSource::Inherit => (None, None),
+            StdinSource::Memory(_) => {
+                // Both ends close on exec: the child gets its end as fd 0 only.
+                let (read, write) = io::pipe()?;
+                (Some(read.into()), Some(write))
+            }
+            StdinSource::File(f) => (Some(private_view(f)?.into()), None),
         })
     }
 
     /// Feed the captured bytes to a child's stdin pipe, if there are any.
     /// A thread of its own does the writing: it ends when the child has read
     /// everything or closed the pipe, and never holds retry up at exit.
-    pub fn feed(&self, pipe: Option<std::process::ChildStdin>) {
+    pub fn feed(&self, pipe: Option<PipeWriter>) {
         if let (StdinSource::Memory(bytes), Some(mut pipe)) = (self, pipe) {
             let bytes = Arc::clone(bytes);
             std::thread::spawn(move || {

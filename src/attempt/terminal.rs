@@ -12,7 +12,7 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 
 use nix::libc;
-use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask, sigprocmask};
+use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
 use nix::unistd::{Pid, getpgrp, tcgetpgrp, tcsetpgrp};
 
 /// retry's controlling terminal, if it has one.
@@ -79,20 +79,5 @@ fn without_ttou(f: impl FnOnce()) {
     f();
     if blocked {
         let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
-    }
-}
-
-/// In the child, between fork and exec: join a new process group and make
-/// it the terminal's foreground group. Only async-signal-safe calls.
-pub fn take_foreground_in_child(tty: RawFd) {
-    let _ = nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0));
-    let mut ttou = SigSet::empty();
-    ttou.add(Signal::SIGTTOU);
-    let mut old = SigSet::empty();
-    if sigprocmask(SigmaskHow::SIG_BLOCK, Some(&ttou), Some(&mut old)).is_ok() {
-        // SAFETY: the descriptor is retry's open terminal, valid until exec.
-        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(tty) };
-        let _ = tcsetpgrp(fd, nix::unistd::getpid());
-        let _ = sigprocmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
     }
 }

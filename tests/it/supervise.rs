@@ -225,14 +225,50 @@ fn a_missing_command_is_named() {
 }
 
 #[test]
+fn a_process_limit_that_refuses_the_start_is_retried_and_ends_with_125() {
+    // With RLIMIT_NPROC at 1, the clone that would start the command fails
+    // with EAGAIN. root is exempt from the limit, so as root the run is made
+    // as `nobody` (the binary is world-readable under the build directory).
+    let mut cmd = Command::new("prlimit");
+    cmd.args(["--nproc=1", "--"]);
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { nix::libc::geteuid() } == 0 {
+        cmd = Command::new("setpriv");
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .args(["prlimit", "--nproc=1", "--"]);
+    }
+    let out = cmd
+        .arg(bin())
+        .args(["--max", "3", "--base", "10ms", "--", "true"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("prlimit runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(
+        stderr.contains("attempt 3/3 failed (cannot start true: Resource temporarily unavailable"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_shortage_of_descriptors_is_retried_and_ends_with_125() {
-    // Find a descriptor limit low enough that starting the command fails
-    // with EMFILE but high enough that retry itself starts.
+    // Starting a command needs no descriptor, but replaying stdin needs a
+    // pipe per attempt. Find a limit low enough that the pipe cannot be
+    // made but high enough that retry itself starts.
     for limit in 6..24 {
         let out = Command::new("prlimit")
             .arg(format!("--nofile={limit}"))
             .arg(bin())
-            .args(["--max", "2", "--base", "10ms", "--", "true"])
+            .args([
+                "--replay-stdin",
+                "--max",
+                "2",
+                "--base",
+                "10ms",
+                "--",
+                "true",
+            ])
             .stdin(Stdio::null())
             .output()
             .expect("prlimit runs");
@@ -240,12 +276,12 @@ fn a_shortage_of_descriptors_is_retried_and_ends_with_125() {
         // Too few descriptors for retry itself is its own failure, not a panic.
         assert!(!stderr.contains("panicked"), "{stderr}");
         assert!(matches!(out.status.code(), Some(0 | 125)), "{stderr}");
-        if stderr.contains("attempt 2/2 failed (cannot start true") {
+        if stderr.contains("attempt 2/2 failed (cannot prepare stdin: Too many open files") {
             assert_eq!(out.status.code(), Some(125), "{stderr}");
             return;
         }
     }
-    panic!("no descriptor limit made starting the command fail and get retried");
+    panic!("no descriptor limit made preparing an attempt fail and get retried");
 }
 
 #[test]
@@ -454,4 +490,70 @@ fn secrets_in_the_command_line_never_reach_the_log() {
             assert!(!seen.contains(secret), "{secret} leaked: {seen}");
         }
     }
+}
+
+#[test]
+fn the_command_inherits_no_descriptor_of_retry_s_own() {
+    // retry is started with 0, 1 and 2 only (tests running alongside may hold
+    // descriptors that would leak into a plain spawn). ls then lists the
+    // descriptors of the shell retry started: the same three, whether retry
+    // holds pipes for replayed stdin and for output matching or not.
+    use std::os::unix::process::CommandExt;
+    let script = "ls /proc/$$/fd | tr '\\n' ' '";
+    for args in [
+        &["--max", "1"][..],
+        &[
+            "--max",
+            "1",
+            "--replay-stdin",
+            "--retry-if-output",
+            "never seen",
+        ][..],
+    ] {
+        let mut cmd = Command::new(bin());
+        cmd.args(args).args(["--", "sh", "-c", script]);
+        // SAFETY: close_range is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                nix::libc::close_range(3, u32::MAX, 0);
+                Ok(())
+            });
+        }
+        let out = cmd.stdin(Stdio::null()).output().expect("retry runs");
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "0 1 2 ", "{args:?}");
+    }
+}
+
+#[test]
+fn the_path_search_goes_on_past_a_file_that_cannot_run() {
+    // As execvp(3): a directory early in PATH whose file of that name is not
+    // executable does not hide a runnable one later; when no directory has a
+    // runnable one, the error is "permission denied" (126), not "not found".
+    let dir = scratch();
+    let (early, late) = (dir.path().join("early"), dir.path().join("late"));
+    for d in [&early, &late] {
+        std::fs::create_dir(d).expect("mkdir");
+    }
+    std::fs::write(early.join("prog"), "#!/bin/sh\necho early\n").expect("write");
+    std::fs::write(late.join("prog"), "#!/bin/sh\necho late\n").expect("write");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path, m| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).expect("chmod");
+    };
+    mode(&early.join("prog"), 0o644);
+    mode(&late.join("prog"), 0o755);
+    let path = format!("{}:{}:/usr/bin:/bin", path_str(&early), path_str(&late));
+    let out = retry(["--max", "1", "--", "prog"]).env("PATH", &path).run();
+    out.expect_code(0);
+    assert_eq!(out.stdout_text(), "late\n");
+
+    mode(&late.join("prog"), 0o644);
+    let out = retry(["--max", "1", "--", "prog"]).env("PATH", &path).run();
+    out.expect_code(126);
+    assert!(
+        out.stderr_text().contains("prog: permission denied"),
+        "{}",
+        out.stderr_text()
+    );
 }
