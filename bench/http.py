@@ -31,6 +31,8 @@ import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
+import paths  # noqa: E402  (bench/paths.py, beside this script)
+
 
 BLOCK = b"x" * (1 << 20)
 SIZE_MB = 200
@@ -64,10 +66,7 @@ class Ok(http.server.BaseHTTPRequestHandler):
 
 
 def default_retry():
-    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "target"
-    )
-    return os.path.join(target, "release", "retry")
+    return paths.release_binary()
 
 
 def timed(argv, env):

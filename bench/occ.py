@@ -5,13 +5,15 @@ Mean writes ("calls") and completion time over RUNS seeded runs, for
 exponential backoff without jitter, full, equal and decorrelated jitter, at
 N = 10, 50 and 100 clients, next to the published figures.
 
-Usage: bench/occ.py [PATH-TO-RETRY] [RUNS]   (default: target/release/retry, 100)
+Usage: bench/occ.py [PATH-TO-RETRY] [RUNS]   (default: the release binary, 100)
 """
 import json
 import subprocess
 import sys
 
-RETRY = sys.argv[1] if len(sys.argv) > 1 else "target/release/retry"
+import paths  # noqa: E402  (bench/paths.py, beside this script)
+
+RETRY = sys.argv[1] if len(sys.argv) > 1 else paths.release_binary()
 RUNS = int(sys.argv[2]) if len(sys.argv) > 2 else 100
 
 # (calls, completion ms) as published.

@@ -25,13 +25,15 @@ import subprocess
 import sys
 import time
 
+import paths  # noqa: E402  (bench/paths.py, beside this script)
+
 LINE = "INFO 2026-11-22T07:00:00Z worker 7: processed batch 1234 in 12 ms, all good"
 PATTERN = "ERROR|FATAL|connection refused"
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", default="target/release/retry")
+    ap.add_argument("--binary", default=paths.release_binary())
     ap.add_argument("--mib", type=int, default=1024)
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()

@@ -9,7 +9,7 @@ time from the start to the last success, and how many runs gave up. The
 busiest second after the first one shows the retries alone: first attempts
 are never paced, and they all fall in the first second.
 
-    python3 bench/pace.py [--binary target/release/retry] [--clients 100] [--outage 3]
+    python3 bench/pace.py [--binary PATH] [--clients 100] [--outage 3]
 
 Needs only python3 and the binary. The shared state lives in a temporary
 directory (the local store).
@@ -29,6 +29,8 @@ import subprocess  # noqa: E402
 import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
+
+import paths  # noqa: E402  (bench/paths.py, beside this script)
 
 
 class Server(http.server.ThreadingHTTPServer):
@@ -91,7 +93,7 @@ def busiest(arrivals, window=0.1):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--binary", default="target/release/retry")
+    ap.add_argument("--binary", default=paths.release_binary())
     ap.add_argument("--clients", type=int, default=100)
     ap.add_argument("--outage", type=float, default=3.0)
     a = ap.parse_args()

@@ -71,7 +71,7 @@ them; memory is the largest value seen. The exit status is 0 even when a
 target is missed: this is a report.
 
 Usage:
-    python3 bench/run.py                  # build target/release/retry, full run
+    python3 bench/run.py                  # build the release binary, full run
     python3 bench/run.py --binary PATH    # use an existing binary
     python3 bench/run.py --quick          # fewer repetitions, for a smoke run
     python3 bench/run.py --overhead-only --variant nopre=PATH   # compare builds
@@ -87,6 +87,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import paths  # noqa: E402  (bench/paths.py, beside this script)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIB = 1024 * 1024
@@ -447,8 +449,7 @@ def print_overhead(over):
 def build_default():
     print("bench: cargo build --release ...", file=sys.stderr)
     subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=REPO, check=True)
-    target = os.environ.get("CARGO_TARGET_DIR") or os.path.join(REPO, "target")
-    return os.path.join(target, "release", "retry")
+    return paths.release_binary()
 
 
 def loadavg():
@@ -463,7 +464,7 @@ def verdict(ok):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--binary", metavar="PATH",
-                    help="retry binary to measure (default: build target/release/retry)")
+                    help="retry binary to measure (default: build the release binary)")
     ap.add_argument("--attempt", metavar="PATH",
                     help="attempt-cli's `attempt` binary (default: target/bench-tools/bin/attempt, "
                          "then PATH; left out when missing)")

@@ -10,10 +10,11 @@
 //! cargo run --release --example fleet -- --clients 1000 --capacity 100 --rate 85 --stores redis
 //! ```
 //! Other options: `--variants none,budget,pace`, `--stores local,redis`,
-//! `--binary PATH` (default target/release/retry).
+//! `--binary PATH` (default: the `retry` built beside this example).
 
 #[path = "../herd/herd.rs"]
 mod herd;
+use herd::sibling_retry;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -40,7 +41,7 @@ fn options() -> Result<Options, String> {
         rate: 25.0,
         variants: ["none", "budget", "pace"].map(str::to_string).to_vec(),
         stores: ["local", "redis"].map(str::to_string).to_vec(),
-        binary: PathBuf::from("target/release/retry"),
+        binary: sibling_retry(),
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     for pair in args.chunks(2) {

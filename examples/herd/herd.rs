@@ -390,3 +390,12 @@ pub fn simulate(p: &Params) -> std::io::Result<(u64, u64, f64, u64)> {
         r["requests_before_recovery"].as_u64().unwrap_or(0),
     ))
 }
+
+/// The `retry` cargo built with this example: examples live in
+/// `<profile dir>/examples/`, the binaries in `<profile dir>/`.
+pub fn sibling_retry() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("retry")))
+        .unwrap_or_else(|| PathBuf::from("retry"))
+}

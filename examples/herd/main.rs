@@ -7,10 +7,11 @@
 //! cargo run --release --example herd -- 1000 none,full   # one size, chosen kinds
 //! ```
 //! Arguments: N (clients, default 100), jitter kinds (comma-separated,
-//! default all), the retry binary (default target/release/retry).
+//! default all), the retry binary (default: the `retry` built beside this example).
 
 #[path = "herd.rs"]
 mod herd;
+use herd::sibling_retry;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -44,11 +45,7 @@ fn main() -> std::io::Result<()> {
                 .map(str::to_string)
                 .to_vec()
         });
-    let retry = PathBuf::from(
-        args.get(2)
-            .cloned()
-            .unwrap_or_else(|| "target/release/retry".to_string()),
-    );
+    let retry = args.get(2).map_or_else(sibling_retry, PathBuf::from);
     let logs = tempfile::tempdir()?;
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
