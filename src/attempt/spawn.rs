@@ -70,7 +70,7 @@ const STACK_SIZE: usize = 64 * 1024;
 
 /// Everything the child reads (prepared by the parent) and the one thing it
 /// writes (why it failed).
-struct Plan {
+struct Plan<'a> {
     /// Full paths to try, in order.
     candidates: Vec<CString>,
     argv: Vec<*const c_char>,
@@ -82,7 +82,7 @@ struct Plan {
     new_group: bool,
     terminal: Option<RawFd>,
     sigpipe: libc::sighandler_t,
-    caught: Vec<c_int>,
+    caught: &'a [c_int],
     parent: libc::pid_t,
     /// errno of the step that failed; 0 while none has.
     error: AtomicI32,
@@ -112,7 +112,7 @@ pub fn spawn(s: &Spawn) -> io::Result<Pid> {
         } else {
             libc::SIG_DFL
         },
-        caught: s.caught.to_vec(),
+        caught: s.caught,
         // SAFETY: getpid has no preconditions.
         parent: unsafe { libc::getpid() },
         error: AtomicI32::new(0),
@@ -139,7 +139,7 @@ pub fn spawn(s: &Spawn) -> io::Result<Pid> {
 
 /// Block every signal, clone, and restore the mask: the child starts with
 /// every signal blocked and no handler of retry's can run in it.
-fn clone_child(plan: &mut Plan, stack: &Stack) -> io::Result<libc::pid_t> {
+fn clone_child(plan: &mut Plan<'_>, stack: &Stack) -> io::Result<libc::pid_t> {
     // SAFETY: sigset_t is plain data, filled in by sigfillset.
     let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: as above; `old` receives the current mask.
@@ -169,11 +169,11 @@ fn clone_child(plan: &mut Plan, stack: &Stack) -> io::Result<libc::pid_t> {
 /// The child, from clone to exec. System calls only: see the module doc.
 extern "C" fn child(arg: *mut c_void) -> c_int {
     // SAFETY: `arg` is the plan clone_child passed, alive while the parent waits.
-    let plan = unsafe { &mut *arg.cast::<Plan>() };
+    let plan = unsafe { &mut *arg.cast::<Plan<'_>>() };
     // SAFETY: each call below is a system call (or glibc's thin wrapper of
     // one) on values the plan holds; none allocates or locks.
     unsafe {
-        for &sig in &plan.caught {
+        for &sig in plan.caught {
             libc::signal(sig, libc::SIG_DFL);
         }
         libc::signal(libc::SIGCHLD, libc::SIG_DFL);
@@ -232,7 +232,7 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
 }
 
 /// Record errno for the parent and end the child.
-fn fail(plan: &Plan) -> c_int {
+fn fail(plan: &Plan<'_>) -> c_int {
     // 0 would read as success: an unknown failure is reported as ENOEXEC.
     let e = match errno() {
         0 => libc::ENOEXEC,
