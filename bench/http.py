@@ -31,7 +31,10 @@ import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
-import paths  # noqa: E402  (bench/paths.py, beside this script)
+# The standard library's http is imported now: this directory may come back
+# (at the end) for bench/paths.py.
+sys.path.append(_here)
+import paths  # noqa: E402
 
 
 BLOCK = b"x" * (1 << 20)
@@ -63,10 +66,6 @@ class Ok(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         # Request lines on stderr would only slow the server down.
         pass
-
-
-def default_retry():
-    return paths.release_binary()
 
 
 def timed(argv, env):
@@ -111,7 +110,7 @@ def main():
     ap.add_argument("--runs", type=int, default=200, help="probes by each tool (>= 100)")
     ap.add_argument("--downloads", type=int, default=5, help="downloads by each tool")
     ap.add_argument("--size-mb", type=int, default=200, help="download size in MiB")
-    ap.add_argument("--retry", default=default_retry(), help="retry binary")
+    ap.add_argument("--retry", default=paths.release_binary(), help="retry binary")
     ap.add_argument("--curl", default=shutil.which("curl") or "curl", help="curl binary")
     ap.add_argument(
         "--host",

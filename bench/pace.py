@@ -30,7 +30,10 @@ import tempfile  # noqa: E402
 import threading  # noqa: E402
 import time  # noqa: E402
 
-import paths  # noqa: E402  (bench/paths.py, beside this script)
+# The standard library's http is imported now: this directory may come back
+# (at the end) for bench/paths.py.
+sys.path.append(_here)
+import paths  # noqa: E402
 
 
 class Server(http.server.ThreadingHTTPServer):

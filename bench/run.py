@@ -90,7 +90,7 @@ import time
 
 import paths  # noqa: E402  (bench/paths.py, beside this script)
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = paths.REPO
 MIB = 1024 * 1024
 
 

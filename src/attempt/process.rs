@@ -44,6 +44,8 @@ pub struct ProcessAttempt {
     terminal: Option<Terminal>,
     /// Wakes the loop when any child changes state.
     sigchld: Option<tokio::signal::unix::Signal>,
+    /// The signals retry has handlers for, reset in each child before exec.
+    caught: Vec<libc::c_int>,
     details: Details,
 }
 
@@ -69,6 +71,7 @@ impl ProcessAttempt {
             stdin,
             terminal,
             sigchld: None,
+            caught: handled(),
             details: Details::default(),
         }
     }
@@ -157,7 +160,6 @@ impl Attempt for ProcessAttempt {
             },
         };
         let tty = self.terminal.as_ref().filter(|_| handed).map(Terminal::raw);
-        let caught = handled();
         let spawned = spawn(&Spawn {
             program,
             args,
@@ -170,7 +172,7 @@ impl Attempt for ProcessAttempt {
             new_group: !foreground,
             terminal: tty,
             sigpipe_ignored: sigpipe_ignored_at_start(),
-            caught: &caught,
+            caught: &self.caught,
         });
         // The child's ends of the pipes must close here, or the pump never
         // sees the end of its output (nor the child the end of its input).
