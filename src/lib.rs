@@ -11,6 +11,7 @@ pub mod backoff;
 pub mod classify;
 pub mod cli;
 pub mod exit;
+pub mod fsutil;
 pub mod log;
 pub mod mask;
 pub mod policy;
