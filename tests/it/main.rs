@@ -1,6 +1,7 @@
 //! End-to-end tests of the real `retry` binary: one test target, one harness.
 
 mod core;
+mod docs;
 mod forever;
 mod http;
 mod output;
