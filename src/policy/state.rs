@@ -56,12 +56,12 @@ pub fn rules(a: &StateArgs) -> Result<Rules, UsageError> {
     })
 }
 
-pub fn from_args(a: StateArgs) -> Result<StateOptions, UsageError> {
+pub fn from_args(a: &StateArgs) -> Result<StateOptions, UsageError> {
     let Rules {
         pace,
         budget,
         breaker,
-    } = rules(&a)?;
+    } = rules(a)?;
 
     let wanted = [
         ("--pace", pace.is_some()),
@@ -214,7 +214,7 @@ mod tests {
         let mut argv = vec!["retry"];
         argv.extend_from_slice(args);
         argv.extend_from_slice(&["--", "true"]);
-        from_args(Cli::parse_from(argv).state)
+        from_args(&Cli::parse_from(argv).state)
     }
 
     fn err(args: &[&str]) -> String {

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 use std::time::Duration;
 
-use crate::log::human;
+use crate::human::human;
 
 /// Width of the count labels on the left, bar included.
 const LABEL: usize = 8;
