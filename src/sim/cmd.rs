@@ -162,6 +162,16 @@ fn shared(fleet: &Fleet) -> String {
     s
 }
 
+/// The width to draw at: the terminal's when stdout is one, else `COLUMNS`,
+/// else 80; kept within 40..=200 so the chart stays readable.
+fn chart_width() -> usize {
+    let w = terminal_size::terminal_size_of(std::io::stdout())
+        .map(|(w, _)| usize::from(w.0))
+        .or_else(|| std::env::var("COLUMNS").ok()?.trim().parse().ok())
+        .unwrap_or(80);
+    w.clamp(40, 200)
+}
+
 /// `retry --simulate`: the report on stdout, exit 0.
 pub fn main<R: Rng, F: Fn() -> R>(config: &Config, sim: &SimOptions, seed: u64, rng: F) -> u8 {
     let policy = &config.policy;
@@ -184,7 +194,7 @@ pub fn main<R: Rng, F: Fn() -> R>(config: &Config, sim: &SimOptions, seed: u64, 
         }
     } else {
         let head = heading(policy, sim, seed);
-        let width = super::chart::width();
+        let width = chart_width();
         if sim.compare {
             report::table(&head, &runs, width, recovery)
         } else {

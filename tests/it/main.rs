@@ -1,8 +1,10 @@
 //! End-to-end tests of the real `retry` binary: one test target, one harness.
 
 mod core;
+mod dry_run;
 mod forever;
 mod http;
+mod limits;
 mod output;
 mod process;
 mod pty;
@@ -12,6 +14,7 @@ mod startup;
 mod state;
 mod supervise;
 mod terminal;
+mod usage;
 mod util;
 
 /// The suite checks retry's signal handling as an ordinary foreground parent
