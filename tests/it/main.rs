@@ -1,5 +1,6 @@
 //! End-to-end tests of the real `retry` binary: one test target, one harness.
 
+mod architecture;
 mod core;
 mod dry_run;
 mod forever;
