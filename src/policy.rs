@@ -39,9 +39,48 @@ impl fmt::Display for UsageError {
 impl std::error::Error for UsageError {}
 
 fn invalid(flag: &str, value: &str, expected: &str) -> UsageError {
+    if looks_like_an_option(value) {
+        return missing_value(flag, value, expected);
+    }
     UsageError(format!(
         "invalid value '{value}' for {flag}: expected {expected}"
     ))
+}
+
+/// Every flag's value may start with '-', so that `--max -1` is refused as
+/// a value rather than misread as an option. A value that looks like an
+/// option (`-v`, `--http`, `--`) is then most likely the next word taken by
+/// a flag given no value: say so.
+fn looks_like_an_option(value: &str) -> bool {
+    value
+        .trim_start()
+        .strip_prefix('-')
+        .is_some_and(|rest| !rest.starts_with(|c: char| c.is_ascii_digit() || c == '.'))
+}
+
+fn missing_value(flag: &str, value: &str, expected: &str) -> UsageError {
+    UsageError(format!(
+        "{flag} needs a value, not '{}': expected {expected}",
+        value.trim()
+    ))
+}
+
+/// A file named by a flag: a name that starts with '-' would be taken for
+/// a forgotten value (the next option) as often as not, so it is refused,
+/// with the way to give it anyway.
+fn path_arg(flag: &str, path: &std::path::Path, expected: &str) -> Result<(), UsageError> {
+    let shown = path.to_string_lossy();
+    if looks_like_an_option(&shown) {
+        return Err(missing_value(flag, &shown, expected));
+    }
+    if shown.starts_with('-') {
+        return Err(invalid(
+            flag,
+            &shown,
+            &format!("{expected}; write ./{shown} for a name that starts with '-'"),
+        ));
+    }
+    Ok(())
 }
 
 const DUR_FORM: &str = "a duration such as 250ms, 1.5s, 2m, 1h 30m or 0.5 (seconds)";
@@ -107,7 +146,10 @@ impl Config {
             let show = cli.state.state_show;
             (StateOptions { shared: None, show }, rules)
         } else {
-            (state::from_args(&cli.state)?, state::Rules::default())
+            (
+                state::from_args(&cli.state, &names)?,
+                state::Rules::default(),
+            )
         };
         let http = http::from_args(&cli.http)?;
         if http.is_some() {
@@ -133,7 +175,7 @@ impl Config {
             mode,
             policy,
             process: process::options(&cli, &names, stop_signal, output)?,
-            log: log::options(&cli),
+            log: log::options(&cli, &names)?,
             nesting,
             warn_nested: nested && !nested_single,
             state,
@@ -225,12 +267,10 @@ fn duration(
             "invalid value '{}' for {name}: too large (at most about 584 billion years); expected {form}",
             s.trim()
         ))),
-        // A flag given no value took the next word (durations accept a
-        // leading hyphen so that negative ones are named, not misparsed).
-        Err(DurError::Invalid) if s.trim_start().starts_with('-') => Err(UsageError(format!(
-            "{name} needs a value, not '{}': expected {form}",
-            s.trim()
-        ))),
+        // A flag given no value took the next word.
+        Err(DurError::Invalid) if s.trim_start().starts_with('-') => {
+            Err(missing_value(&name, s, form))
+        }
         Err(DurError::Invalid) => Err(invalid(&name, s, form)),
     }
 }
@@ -255,6 +295,11 @@ fn opt_positive_duration(flag: &str, value: Option<&str>) -> Result<Option<Durat
 struct Names<'a>(&'a [(String, String)]);
 
 impl Names<'_> {
+    /// Whether the setting's value came from its environment variable.
+    fn came_from_env(&self, id: &str) -> bool {
+        self.0.iter().any(|(arg, _)| arg == id)
+    }
+
     fn of(&self, id: &str, flag: &str) -> String {
         self.0
             .iter()

@@ -11,7 +11,9 @@ use reqwest::Method;
 use reqwest::Url;
 use reqwest::header::{HeaderName, HeaderValue};
 
-use super::{UsageError, invalid, opt_positive_duration};
+use super::{
+    UsageError, invalid, looks_like_an_option, missing_value, opt_positive_duration, path_arg,
+};
 use crate::attempt::http::{Body, CONNECT_TIMEOUT, Data, HttpOptions, IdempotencyKey};
 use crate::classify::{HttpRules, RETRY_AFTER_MAX, StatusSet};
 use crate::cli::{Cli, HttpArgs};
@@ -83,7 +85,7 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
         None => Method::GET,
         Some(m) => Method::from_bytes(m.trim().to_ascii_uppercase().as_bytes())
             .ok()
-            .filter(|_| !m.trim().is_empty())
+            .filter(|_| !m.trim().is_empty() && !m.trim().starts_with('-'))
             .ok_or_else(|| invalid("--method", m, "an HTTP method such as GET, POST or PUT"))?,
     };
 
@@ -116,12 +118,12 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
         Some(k) => Some(IdempotencyKey::Given(
             HeaderValue::from_str(k.trim())
                 .ok()
-                .filter(|v| !v.is_empty())
+                .filter(|v| !v.is_empty() && !k.trim().starts_with('-'))
                 .ok_or_else(|| {
                     invalid(
                         "--idempotency-key",
                         k,
-                        "'auto' or a non-empty key of visible ASCII characters",
+                        "'auto' or a non-empty key of visible ASCII characters, not starting with '-'",
                     )
                 })?,
         )),
@@ -158,12 +160,18 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
     {
         return Err(invalid("--output", "", "a file name, or - for stdout"));
     }
+    if let Some(o) = args.output.as_deref().filter(|o| o.as_os_str() != "-") {
+        path_arg("--output", o, "a file name, or - for stdout")?;
+    }
     if args
         .cacert
         .as_ref()
         .is_some_and(|c| c.as_os_str().is_empty())
     {
         return Err(invalid("--cacert", "", "a file of PEM certificates"));
+    }
+    if let Some(c) = &args.cacert {
+        path_arg("--cacert", c, "a file of PEM certificates")?;
     }
     let options = HttpOptions {
         url,
@@ -276,6 +284,9 @@ fn status(s: &str) -> Result<u16, String> {
 fn opt_statuses(flag: &str, value: Option<&str>) -> Result<Option<StatusSet>, UsageError> {
     value
         .map(|s| {
+            if looks_like_an_option(s) {
+                return Err(missing_value(flag, s, STATUS_FORM));
+            }
             parse_statuses(s).map_err(|why| {
                 UsageError(format!(
                     "invalid value '{s}' for {flag}: {why}; expected {STATUS_FORM}"

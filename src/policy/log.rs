@@ -1,6 +1,7 @@
 //! The logging flags: `--log-format`, `-q`/`-v`, `--log-file`, `--color`
-//! and `--ci-annotations`. None of them can be wrong once clap accepted it.
+//! and `--ci-annotations`.
 
+use super::{Names, UsageError, path_arg};
 use crate::cli::{Cli, LogFormatArg, WhenArg};
 use crate::log::{LogFormat, LogOptions, When};
 
@@ -14,8 +15,15 @@ impl From<WhenArg> for When {
     }
 }
 
-pub(super) fn options(cli: &Cli) -> LogOptions {
-    LogOptions {
+pub(super) fn options(cli: &Cli, names: &Names) -> Result<LogOptions, UsageError> {
+    if let Some(file) = &cli.log_file {
+        path_arg(
+            &names.of("log_file", "--log-file"),
+            file,
+            "a file to append the log to",
+        )?;
+    }
+    Ok(LogOptions {
         format: match cli.log_format.unwrap_or(LogFormatArg::Text) {
             LogFormatArg::Text => LogFormat::Text,
             LogFormatArg::Json => LogFormat::Json,
@@ -28,5 +36,5 @@ pub(super) fn options(cli: &Cli) -> LogOptions {
         file: cli.log_file.clone(),
         color: cli.color.map(When::from).unwrap_or_default(),
         annotations: cli.ci_annotations.map(When::from).unwrap_or_default(),
-    }
+    })
 }

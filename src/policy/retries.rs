@@ -5,7 +5,10 @@
 
 use std::time::Duration;
 
-use super::{Inf, LIST_FORM, MAX_FORM, Names, SEED_FORM, UsageError, duration, invalid};
+use super::{
+    Inf, LIST_FORM, MAX_FORM, Names, SEED_FORM, UsageError, duration, invalid,
+    looks_like_an_option, missing_value,
+};
 use crate::backoff::{DelayPolicy, Growth, Jitter};
 use crate::classify::{CodeSet, Rules};
 use crate::cli::{BackoffArg, Cli, JitterArg};
@@ -319,6 +322,9 @@ fn code(s: &str) -> Result<i32, String> {
 fn opt_codes(flag: &str, value: Option<&str>) -> Result<Option<CodeSet>, UsageError> {
     value
         .map(|s| {
+            if looks_like_an_option(s) {
+                return Err(missing_value(flag, s, LIST_FORM));
+            }
             parse_codes(s).map_err(|why| {
                 UsageError(format!(
                     "invalid value '{s}' for {flag}: {why}; expected {LIST_FORM}"

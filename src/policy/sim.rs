@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{DUR_FORM, UsageError, invalid, parse_duration};
+use super::{DUR_FORM, UsageError, invalid, parse_duration, path_arg};
 use crate::cli::{Cli, FormatArg, ModelArg, SimArgs};
 use crate::state::rules::{Budget, Pace};
 
@@ -87,6 +87,9 @@ pub fn from_args(args: &SimArgs) -> Result<Option<SimOptions>, UsageError> {
             })
         })
         .transpose()?;
+    if let Some(plot) = &args.plot {
+        path_arg("--plot", plot, "an SVG file name such as herd.svg")?;
+    }
     let model = match (args.model, outage, capacity) {
         (Some(ModelArg::Occ), None, None) => Server::Occ,
         (Some(ModelArg::Occ), _, _) => {

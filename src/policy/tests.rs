@@ -273,3 +273,33 @@ fn nested_single_runs_once() {
     let cli = Cli::parse_from(["retry", "--", "true"]);
     assert!(Config::from_cli(cli, nesting).expect("valid").warn_nested);
 }
+
+#[test]
+fn values_that_start_with_a_hyphen_are_judged_as_values() {
+    assert_eq!(
+        err(&["--max", "-1", "--", "true"]),
+        "invalid value '-1' for --max: expected a whole number of attempts from 1 to 4294967295"
+    );
+    // The next option taken as a value: the flag was given none.
+    let e = err(&["--group", "--budget", "--", "true"]);
+    assert!(
+        e.starts_with("--group needs a value, not '--budget'"),
+        "{e}"
+    );
+    let e = err(&["--retry-on", "-v", "--", "true"]);
+    assert!(e.starts_with("--retry-on needs a value, not '-v'"), "{e}");
+    // Names that start with '-' are written ./-name.
+    let e = err(&["--log-file", "-1", "--", "true"]);
+    assert!(
+        e.contains("for --log-file") && e.contains("write ./-1"),
+        "{e}"
+    );
+    assert!(config(&["--log-file", "./-1", "--", "true"]).is_ok());
+    let e = err(&["--state", "-s", "--", "true"]);
+    assert!(e.starts_with("--state needs a value, not '-s'"), "{e}");
+    // Group names cannot start with '-', and an unused one is still checked.
+    assert!(err(&["--group", "-nightly", "--", "true"]).contains("--group"));
+    assert!(config(&["--group", "nightly-sync", "--", "true"]).is_ok());
+    // A pattern or a body may start with '-'.
+    assert!(config(&["--retry-if-output", "-1", "--", "true"]).is_ok());
+}

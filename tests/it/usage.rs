@@ -205,3 +205,97 @@ fn flags_that_would_do_nothing_are_usage_errors() {
         &["RETRY_BACKOFF", "--jitter decorrelated"],
     );
 }
+
+/// Flags whose value may rightly start with '-': a pattern, a request body.
+const HYPHEN_VALUES_ALLOWED: &[&str] = &["retry-if-output", "stop-if-output", "data", "json"];
+
+/// Every flag that takes a value takes `-1` (and, unless its value is
+/// optional, `-x`) as that value: where such a value is wrong, the error is
+/// the flag's own (one line naming it, exit 2, nothing run, sent or
+/// created), never clap's "unexpected argument". Flags are read from the
+/// clap definition, so a new one is covered as soon as it exists.
+#[test]
+fn a_value_that_starts_with_a_hyphen_is_the_flags_value() {
+    use clap::CommandFactory;
+    let server = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    server.set_nonblocking(true).expect("nonblocking");
+    let url = format!("http://{}/", server.local_addr().expect("addr"));
+    let command = retry_tool::cli::Cli::command();
+    let mut checked = 0;
+    for arg in command.get_arguments() {
+        if arg.is_positional() || !arg.get_action().takes_values() {
+            continue;
+        }
+        let long = arg.get_long().expect("every option has a long name");
+        let flag = format!("--{long}");
+        // The settings that make this flag meaningful, so that its value is
+        // what gets judged.
+        let heading = arg.get_help_heading().unwrap_or_default();
+        let context: Vec<&str> = match heading {
+            "HTTP" if long != "http" => vec!["--http", url.as_str()],
+            "Simulation" if long == "simulate" => vec!["--outage", "1s"],
+            "Simulation" if long == "outage" => vec!["--simulate", "3", "--capacity", "5/s"],
+            "Simulation" => vec!["--simulate", "3", "--outage", "1s"],
+            _ => vec![],
+        };
+        let optional = arg.get_num_args().is_some_and(|n| n.min_values() == 0);
+        let values: &[&str] = if optional { &["-1"] } else { &["-1", "-x"] };
+        for value in values {
+            let dir = scratch();
+            let mut args: Vec<&str> = context.clone();
+            args.extend([flag.as_str(), value]);
+            if HYPHEN_VALUES_ALLOWED.contains(&long) {
+                // Taken as the value: a dry run shows the schedule.
+                args.push("--dry-run");
+                if context.is_empty() {
+                    args.extend(["--", "true"]);
+                }
+                let out = crate::util::command()
+                    .args(&args)
+                    .current_dir(dir.path())
+                    .output()
+                    .expect("retry runs");
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+                continue;
+            }
+            if heading != "HTTP" && heading != "Simulation" {
+                args.extend(["--", "sh", "-c", "touch ran"]);
+            }
+            let out = crate::util::command()
+                .args(&args)
+                .current_dir(dir.path())
+                .output()
+                .expect("retry runs");
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            let lines: Vec<&str> = stderr.lines().collect();
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+            assert_eq!(lines.len(), 1, "{args:?}: {stderr}");
+            assert!(lines[0].starts_with("retry: "), "{args:?}: {stderr}");
+            assert!(
+                lines[0].contains(&flag),
+                "{args:?} should name {flag}: {stderr}"
+            );
+            assert!(
+                lines[0].contains(&format!("'{value}'")),
+                "{args:?}: {stderr}"
+            );
+            assert!(
+                !lines[0].contains("unexpected argument"),
+                "{args:?}: {stderr}"
+            );
+            assert!(out.stdout.is_empty(), "{args:?}");
+            let left: Vec<_> = std::fs::read_dir(dir.path()).expect("dir").collect();
+            assert!(
+                left.is_empty(),
+                "{args:?} ran or created something: {left:?}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(
+        matches!(server.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "a request was sent"
+    );
+    assert!(checked > 60, "only {checked} flag values checked");
+}
