@@ -10,12 +10,15 @@ pub mod attempt;
 pub mod backoff;
 pub mod classify;
 pub mod cli;
+pub mod event;
 pub mod exit;
 pub mod fsutil;
+pub mod human;
 pub mod log;
 pub mod mask;
 pub mod policy;
 mod probe;
+pub mod retry_policy;
 pub mod rng;
 pub mod run;
 pub mod schedule;
@@ -34,7 +37,8 @@ use rand::rngs::SysRng;
 
 use attempt::process::ProcessAttempt;
 use attempt::stdin::StdinSource;
-use log::{Event, Logger};
+use event::Event;
+use log::Logger;
 use policy::{Config, Mode, Nesting};
 
 /// Run `retry` with the process's arguments; returns the exit status.
@@ -190,7 +194,7 @@ where
         .await;
         // The breaker hears how the run ended, unless a signal ended it. A
         // store too slow to hear it in time leaves the run's status as it is.
-        if finish.end != log::End::Interrupted {
+        if finish.end != event::End::Interrupted {
             let ok = finish.exit_code == exit::SUCCESS;
             match state.finish(ok, log, &mut signals).await {
                 Ok(()) | Err(state::Stop::Deadline) => {}

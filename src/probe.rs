@@ -15,10 +15,11 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
-use crate::attempt::http::{HttpAttempt, Prepared, Sink};
+use crate::attempt::http::{Body, Data, HttpAttempt, HttpOptions, Prepared, Sink};
+use crate::event::Event;
 use crate::exit;
-use crate::log::Event;
-use crate::policy::{Body, Config, Data, HttpOptions, LogFormat, parse_header};
+use crate::log::LogFormat;
+use crate::policy::{Config, parse_header};
 
 pub fn main(
     config: &Config,
