@@ -11,6 +11,7 @@ use std::time::Duration;
 use crate::attempt::http::HttpOptions;
 use crate::attempt::process::ProcessOptions;
 use crate::cli::{Cli, NestedArg};
+use crate::finish::FinishOptions;
 use crate::log::LogOptions;
 use crate::retry_policy::Policy;
 
@@ -127,6 +128,8 @@ pub struct Config {
     pub warn_nested: bool,
     /// Pace, budget and breaker shared by a group of invocations.
     pub state: StateOptions,
+    /// What happens when the run ends, besides its exit status.
+    pub finish: FinishOptions,
 }
 
 impl Config {
@@ -179,6 +182,7 @@ impl Config {
             nesting,
             warn_nested: nested && !nested_single,
             state,
+            finish: FinishOptions::default(),
         })
     }
 }
