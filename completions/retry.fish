@@ -13,6 +13,7 @@ additive\t'the ceiling, kept --jitter-max below the cap, plus uniform up to --ji
 complete -c retry -l jitter-max -d 'Largest random addition for --jitter additive [default: 1s]' -r
 complete -c retry -l max-time -d 'Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit (0 or inf: none)' -r
 complete -c retry -s t -l timeout -d 'Per-attempt time limit; the attempt\'s process group is then stopped (0 or inf: none)' -r
+complete -c retry -l idle-timeout -d 'Stop an attempt that writes nothing to stdout or stderr for DUR, as --timeout does [default: off; 0 or inf: off]' -r
 complete -c retry -l reset-after -d 'An attempt that ran at least DUR before failing resets the backoff' -r
 complete -c retry -l stagger -d 'Wait a random time from 0 to DUR before the first attempt, so that a fleet started at the same moment (one cron minute) does not start in step' -r
 complete -c retry -l seed -d 'Seed for the jitter RNG, 0 to 2^53-1: the same schedule on every platform and version [default: from the OS]' -r
@@ -23,6 +24,8 @@ complete -c retry -l retry-if-output -d 'Retry a failure whose stdout or stderr 
 complete -c retry -l stop-if-output -d 'Never retry a failure whose stdout or stderr has a line matching REGEX (repeatable; wins over --retry-if-output)' -r
 complete -c retry -l stop-signal -d 'Signal sent to the attempt\'s process group on timeout: a name or number as \'kill -l\' lists, such as INT, SIGUSR1 or RTMIN+2 [default: TERM]' -r
 complete -c retry -s k -l kill-after -d 'Grace period after the stop signal before KILL [default: 5s]' -r
+complete -c retry -l on-retry -d 'After a failed attempt, before the wait, run CMD with /bin/sh -c (never after the last attempt)' -r
+complete -c retry -l on-give-up -d 'When the run gives up, run CMD with /bin/sh -c, once' -r
 complete -c retry -l nested -d 'Inside another retry: multiply attempts (warn), or run COMMAND once' -r -f -a "multiply\t'run every attempt (and warn once that attempts multiply)'
 single\t'an inner retry runs COMMAND once'"
 complete -c retry -l log-format -d 'Log line format [default: text]' -r -f -a "text\t''
@@ -33,7 +36,7 @@ complete -c retry -s X -l method -d 'Request method [default: GET, or POST with 
 complete -c retry -s H -l header -d 'Request header \'Name: value\', or @FILE of header lines (repeatable)' -r
 complete -c retry -s d -l data -d 'Form body: the string, or @FILE for a file\'s contents; repeatable, joined with \'&\'' -r
 complete -c retry -l json -d 'JSON request body: the string, or @FILE; sent with JSON Content-Type and Accept' -r
-complete -c retry -l connect-timeout -d 'Time limit for establishing each connection [default: 10s]' -r
+complete -c retry -l connect-timeout -d 'Time limit for establishing each connection, with --http or --tcp [default: 10s]' -r
 complete -c retry -l retry-after-max -d 'Longest Retry-After to wait for; a server asking more ends the run [default: 10m]' -r
 complete -c retry -l cacert -d 'Also trust the CA certificates in this PEM file' -r -F
 complete -c retry -s o -l output -d 'Write the accepted response\'s body to FILE instead of stdout' -r -F
@@ -59,11 +62,13 @@ never\t''"
 complete -c retry -l ci-annotations -d 'GitHub Actions annotations for failed attempts and giving up [default: auto]' -r -f -a "auto\t'decide from the surroundings'
 always\t''
 never\t''"
+complete -c retry -l tcp -d 'Wait for a TCP port: connect to HOST:PORT instead of running a command (repeatable: every target must accept once)' -r
 complete -c retry -l forever -d 'No attempt limit (still bounded by --max-time)'
 complete -c retry -l restart-on-success -d 'Start COMMAND again after a success too, as a service supervisor does; a quick exit still backs off, one up for --reset-after starts from the first step'
 complete -c retry -l no-retry-on-timeout -d 'A timed-out attempt is a permanent failure (with a COMMAND: needs --timeout)'
 complete -c retry -l foreground -d 'Run COMMAND in retry\'s own process group (for programs that read the terminal)'
 complete -c retry -l replay-stdin -d 'Read stdin once and give every attempt the same bytes'
+complete -c retry -l hold-output -d 'Cron mode: hold each attempt\'s stdout and stderr in a temporary file, and write them out only if the run fails or is interrupted'
 complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the final give-up line, -qq nothing'
 complete -c retry -s v -l verbose -d 'More log lines: attempt starts and the command line'
 complete -c retry -l insecure -d 'Do not verify the server\'s certificate (warned about on every run)'

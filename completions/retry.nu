@@ -44,6 +44,7 @@ module completions {
     --jitter-max: string      # Largest random addition for --jitter additive [default: 1s]
     --max-time: string        # Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit (0 or inf: none)
     --timeout(-t): string     # Per-attempt time limit; the attempt's process group is then stopped (0 or inf: none)
+    --idle-timeout: string    # Stop an attempt that writes nothing to stdout or stderr for DUR, as --timeout does [default: off; 0 or inf: off]
     --reset-after: string     # An attempt that ran at least DUR before failing resets the backoff
     --restart-on-success      # Start COMMAND again after a success too, as a service supervisor does; a quick exit still backs off, one up for --reset-after starts from the first step
     --stagger: string         # Wait a random time from 0 to DUR before the first attempt, so that a fleet started at the same moment (one cron minute) does not start in step
@@ -58,6 +59,9 @@ module completions {
     --kill-after(-k): string  # Grace period after the stop signal before KILL [default: 5s]
     --foreground              # Run COMMAND in retry's own process group (for programs that read the terminal)
     --replay-stdin            # Read stdin once and give every attempt the same bytes
+    --hold-output             # Cron mode: hold each attempt's stdout and stderr in a temporary file, and write them out only if the run fails or is interrupted
+    --on-retry: string        # After a failed attempt, before the wait, run CMD with /bin/sh -c (never after the last attempt)
+    --on-give-up: string      # When the run gives up, run CMD with /bin/sh -c, once
     --nested: string@"nu-complete retry nested" # Inside another retry: multiply attempts (warn), or run COMMAND once
     --quiet(-q)               # Fewer log lines: -q only the final give-up line, -qq nothing
     --verbose(-v)             # More log lines: attempt starts and the command line
@@ -68,7 +72,7 @@ module completions {
     --header(-H): string      # Request header 'Name: value', or @FILE of header lines (repeatable)
     --data(-d): string        # Form body: the string, or @FILE for a file's contents; repeatable, joined with '&'
     --json: string            # JSON request body: the string, or @FILE; sent with JSON Content-Type and Accept
-    --connect-timeout: string # Time limit for establishing each connection [default: 10s]
+    --connect-timeout: string # Time limit for establishing each connection, with --http or --tcp [default: 10s]
     --retry-after-max: string # Longest Retry-After to wait for; a server asking more ends the run [default: 10m]
     --cacert: path            # Also trust the CA certificates in this PEM file
     --insecure                # Do not verify the server's certificate (warned about on every run)
@@ -94,6 +98,7 @@ module completions {
     --breaker: string         # After THRESHOLD failed runs in a row, refuse to run for COOLDOWN (exit 75) [default: 5:30s]
     --color: string@"nu-complete retry color" # Colour retry's own log prefix and outcome words [default: auto]
     --ci-annotations: string@"nu-complete retry ci_annotations" # GitHub Actions annotations for failed attempts and giving up [default: auto]
+    --tcp: string             # Wait for a TCP port: connect to HOST:PORT instead of running a command (repeatable: every target must accept once)
     --dry-run                 # Print the delay schedule this policy produces and run nothing
     --help(-h)                # Print help (see more with '--help')
     --version(-V)             # Print version

@@ -37,8 +37,11 @@ pub enum Status {
         code: u16,
         retry_after: Option<Duration>,
     },
-    /// HTTP mode: the exchange failed without a response.
+    /// HTTP mode: the exchange failed without a response; TCP mode: a
+    /// target did not accept a connection.
     Net { failure: NetFailure, detail: String },
+    /// TCP mode: every target has accepted a connection.
+    Connected,
 }
 
 impl Status {
@@ -68,6 +71,8 @@ pub enum Limit {
     Attempt,
     /// `--max-time`, the overall deadline.
     Deadline,
+    /// `--idle-timeout`: nothing written (command mode) for that long.
+    Idle,
 }
 
 /// The verdict on one attempt.
@@ -178,13 +183,14 @@ pub fn classify(status: &Status, rules: &Rules) -> Verdict {
         Status::TimedOut { limit, .. } => match limit {
             // Past the overall deadline there is no time left to retry in.
             Limit::Deadline => Verdict::Permanent,
-            Limit::Attempt if rules.retry_on_timeout => Verdict::Retryable,
-            Limit::Attempt => Verdict::Permanent,
+            Limit::Attempt | Limit::Idle if rules.retry_on_timeout => Verdict::Retryable,
+            Limit::Attempt | Limit::Idle => Verdict::Permanent,
         },
         Status::NotFound(_) | Status::NotExecutable(_) | Status::Interrupted(_) => {
             Verdict::Permanent
         }
         Status::CannotStart(_) => Verdict::Retryable,
+        Status::Connected => Verdict::Success,
         Status::Http { .. } | Status::Net { .. } => http::classify(status, rules),
     }
 }
@@ -215,7 +221,7 @@ fn output_decides(status: &Status) -> bool {
         Status::Exited(_)
             | Status::Signaled(_)
             | Status::TimedOut {
-                limit: Limit::Attempt,
+                limit: Limit::Attempt | Limit::Idle,
                 ..
             }
     )
@@ -249,7 +255,7 @@ pub fn explain(status: &Status, rules: &Rules) -> String {
             format!("{status}: whoever read its output is gone (--retry-on 141 retries it)")
         }
         Status::TimedOut {
-            limit: Limit::Attempt,
+            limit: Limit::Attempt | Limit::Idle,
             ..
         } => format!("{status}, and --no-retry-on-timeout is set"),
         Status::Http { .. } | Status::Net { .. } => http::explain(status, rules),
@@ -266,6 +272,7 @@ impl fmt::Display for Status {
             Status::TimedOut { limit, .. } => match limit {
                 Limit::Attempt => write!(f, "timed out by --timeout"),
                 Limit::Deadline => write!(f, "stopped at --max-time"),
+                Limit::Idle => write!(f, "idle: no output for --idle-timeout"),
             },
             Status::NotFound(name) if name.is_empty() => write!(f, "command not found"),
             Status::NotFound(name) => write!(f, "command not found: {name}"),
@@ -281,6 +288,7 @@ impl fmt::Display for Status {
             }
             Status::Net { failure, detail } if detail.is_empty() => write!(f, "{failure}"),
             Status::Net { failure, detail } => write!(f, "{failure}: {detail}"),
+            Status::Connected => write!(f, "connected"),
         }
     }
 }

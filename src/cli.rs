@@ -64,7 +64,7 @@ Environment:
     // Wide enough for the option table, narrow enough to read; help on a
     // smaller terminal still wraps to fit.
     max_term_width = 100,
-    override_usage = "retry [OPTIONS] -- COMMAND [ARG]...\n       retry [OPTIONS] --http URL\n       retry [OPTIONS] --dry-run\n       retry [OPTIONS] --simulate N (--outage DUR | --capacity RATE/s | --model occ)"
+    override_usage = "retry [OPTIONS] -- COMMAND [ARG]...\n       retry [OPTIONS] --http URL\n       retry [OPTIONS] --tcp HOST:PORT [--tcp HOST:PORT]...\n       retry [OPTIONS] --dry-run\n       retry [OPTIONS] --simulate N (--outage DUR | --capacity RATE/s | --model occ)"
 )]
 pub struct Cli {
     /// Attempts in total, the first included, N >= 1 [default: 5; none with --max-time alone]
@@ -174,6 +174,20 @@ pub struct Cli {
         help_heading = "Policy"
     )]
     pub timeout: Option<String>,
+
+    /// Stop an attempt that writes nothing to stdout or stderr for DUR, as --timeout does
+    /// [default: off; 0 or inf: off]
+    ///
+    /// A command that keeps talking (a long build) is never stopped by it. Its output then
+    /// passes through retry, unchanged and as it comes, as with the output patterns.
+    #[arg(
+        long,
+        value_name = "DUR",
+        env = "RETRY_IDLE_TIMEOUT",
+        allow_hyphen_values = true,
+        help_heading = "Policy"
+    )]
+    pub idle_timeout: Option<String>,
 
     /// An attempt that ran at least DUR before failing resets the backoff
     #[arg(
@@ -292,6 +306,43 @@ pub struct Cli {
     #[arg(long, help_heading = "Process")]
     pub replay_stdin: bool,
 
+    /// Cron mode: hold each attempt's stdout and stderr in a temporary file, and write them out
+    /// only if the run fails or is interrupted
+    ///
+    /// An attempt that is retried or succeeds leaves nothing on stdout or stderr; when the run
+    /// gives up or a signal ends it, the last attempt's output comes out, each stream on its own,
+    /// in the order it was written. The file is unnamed (or unlinked at once) in $TMPDIR or /tmp,
+    /// so memory stays flat however much is printed. COMMAND writes to pipes, not a terminal.
+    #[arg(long, help_heading = "Process")]
+    pub hold_output: bool,
+
+    /// After a failed attempt, before the wait, run CMD with /bin/sh -c (never after the last
+    /// attempt)
+    ///
+    /// CMD gets RETRY_ATTEMPT (the attempt that failed), RETRY_EXIT_CODE (empty when it has
+    /// none) and RETRY_NEXT_DELAY_MS. Its output goes to stderr; its failure is logged and
+    /// changes nothing. It runs in its own process group, within --max-time, and a signal stops
+    /// it as it stops an attempt.
+    #[arg(
+        long,
+        value_name = "CMD",
+        allow_hyphen_values = true,
+        help_heading = "Hooks"
+    )]
+    pub on_retry: Option<String>,
+
+    /// When the run gives up, run CMD with /bin/sh -c, once
+    ///
+    /// As --on-retry, with RETRY_ATTEMPT (attempts made), RETRY_EXIT_CODE (the status retry is
+    /// about to exit with) and an empty RETRY_NEXT_DELAY_MS. Not run when a signal ended the run.
+    #[arg(
+        long,
+        value_name = "CMD",
+        allow_hyphen_values = true,
+        help_heading = "Hooks"
+    )]
+    pub on_give_up: Option<String>,
+
     /// Inside another retry: multiply attempts (warn), or run COMMAND once
     #[arg(
         long,
@@ -364,6 +415,16 @@ pub struct Cli {
         help_heading = "Logging"
     )]
     pub ci_annotations: Option<WhenArg>,
+
+    /// Wait for a TCP port: connect to HOST:PORT instead of running a command (repeatable:
+    /// every target must accept once)
+    #[arg(
+        long = "tcp",
+        value_name = "HOST:PORT",
+        allow_hyphen_values = true,
+        help_heading = "Modes"
+    )]
+    pub tcp: Vec<String>,
 
     /// Print the delay schedule this policy produces and run nothing
     #[arg(long, help_heading = "Modes")]

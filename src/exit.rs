@@ -158,6 +158,7 @@ pub fn code(status: &Status, verdict: Verdict) -> u8 {
         Status::NotFound(_) => NOT_FOUND,
         Status::CannotStart(_) => INTERNAL,
         Status::NotExecutable(_) => NOT_EXECUTABLE,
+        Status::Connected => SUCCESS,
         Status::Http { .. } => HTTP_NOT_ACCEPTED,
         Status::Net { failure, .. } => match failure {
             NetFailure::Dns => HTTP_DNS,

@@ -436,6 +436,19 @@ impl TempFile<'_> {
         fchmod(self.file.as_fd(), Mode::from_bits_truncate(mode & 0o7777)).map_err(io_err)
     }
 
+    /// The file without a name: a spool read back by retry alone. The
+    /// fallback's name is removed at once, so nothing is left whatever ends
+    /// retry later.
+    pub fn into_unlinked(mut self) -> io::Result<File> {
+        if let Some(name) = self.name.take()
+            && let Err(e) = self.dir.remove_at(&name)
+        {
+            self.name = Some(name);
+            return Err(e);
+        }
+        self.file.try_clone()
+    }
+
     /// Gives the file its final `name` in the directory, replacing whatever
     /// stands there (a planted link is replaced, never followed).
     pub fn persist(mut self, name: &OsStr, durability: Durability) -> io::Result<()> {

@@ -98,6 +98,7 @@ fn run_main() -> u8 {
         }
         Mode::Run { command } => command.clone(),
         Mode::Http { request } => return probe::main(&config, request, started, seed, &mut rng),
+        Mode::Tcp { probe } => return tcp_main(&config, probe, started, seed, &mut rng),
     };
 
     let mut log = match open_log(&config, started) {
@@ -132,6 +133,31 @@ fn run_main() -> u8 {
         seed,
         &mut rng,
         || Ok(ProcessAttempt::new(command, process, depth, stdin)),
+        |finish, _, _| finish.exit_code,
+    )
+}
+
+/// TCP mode: the loop over connection attempts.
+fn tcp_main(
+    config: &Config,
+    probe: &attempt::tcp::TcpOptions,
+    started: Instant,
+    seed: u64,
+    rng: &mut rng::JitterRng,
+) -> u8 {
+    let mut log = match open_log(config, started) {
+        Ok(l) => l,
+        Err(code) => return code,
+    };
+    let shown = probe.display_words();
+    let probe = probe.clone();
+    drive(
+        config,
+        &mut log,
+        &shown,
+        seed,
+        rng,
+        || Ok(attempt::tcp::TcpAttempt::new(probe)),
         |finish, _, _| finish.exit_code,
     )
 }
@@ -209,9 +235,11 @@ where
             };
             outputs.started(&mut ctx).await;
         }
+        let mut between = config.on_retry.as_ref().map(attempt::hook::Runner::new);
         let finish = run::run(
             &config.policy,
             &mut attempt,
+            &mut between,
             &run::TokioClock,
             rng,
             &mut signals,

@@ -8,8 +8,10 @@ use std::ffi::OsString;
 use std::fmt;
 use std::time::Duration;
 
+use crate::attempt::hook::Hook;
 use crate::attempt::http::HttpOptions;
 use crate::attempt::process::ProcessOptions;
+use crate::attempt::tcp::TcpOptions;
 use crate::cli::{Cli, NestedArg};
 use crate::finish::FinishOptions;
 use crate::log::LogOptions;
@@ -22,6 +24,7 @@ mod process;
 mod retries;
 mod sim;
 mod state;
+mod tcp;
 use duration::{Dur, DurError};
 pub use http::{parse_header, parse_statuses};
 pub use sim::{Server, SimOptions};
@@ -100,6 +103,8 @@ pub enum Mode {
     Run { command: Vec<OsString> },
     /// Probe a URL over HTTP(S), retrying.
     Http { request: Box<HttpOptions> },
+    /// Wait until every TCP target accepts a connection.
+    Tcp { probe: TcpOptions },
     /// Print the schedule; COMMAND (or the HTTP request), if given, is only shown.
     DryRun { command: Vec<OsString> },
     /// Simulate N clients against a model server and report.
@@ -130,6 +135,8 @@ pub struct Config {
     pub state: StateOptions,
     /// What happens when the run ends, besides its exit status.
     pub finish: FinishOptions,
+    /// `--on-retry`: run between a failed attempt and the wait.
+    pub on_retry: Option<Hook>,
 }
 
 impl Config {
@@ -154,7 +161,13 @@ impl Config {
                 state::Rules::default(),
             )
         };
-        let http = http::from_args(&cli.http)?;
+        let tcp = tcp::from_args(&cli)?;
+        // --connect-timeout is TCP mode's too.
+        let http = if tcp.is_some() {
+            None
+        } else {
+            http::from_args(&cli.http)?
+        };
         if http.is_some() {
             http::exclusive(&cli)?;
         }
@@ -170,34 +183,64 @@ impl Config {
             ..s
         });
         if sim.is_some() {
-            sim::exclusive(&cli, request.is_some(), state.show)?;
+            sim::exclusive(&cli, request.is_some() || tcp.is_some(), state.show)?;
+        }
+        let process = process::options(&cli, &names, stop_signal, output)?;
+        let (on_retry, on_give_up) = process::hooks(&cli, &process)?;
+        if sim.is_some() && (on_retry.is_some() || on_give_up.is_some()) {
+            let flag = if on_retry.is_some() {
+                "--on-retry"
+            } else {
+                "--on-give-up"
+            };
+            return Err(UsageError(format!(
+                "--simulate runs nothing real: it cannot be combined with {flag}"
+            )));
         }
         let command = std::mem::take(&mut cli.command);
-        let mode = mode(command, cli.dry_run, request, sim, state.show)?;
+        let mode = mode(
+            command,
+            cli.dry_run,
+            Probe { request, tcp },
+            sim,
+            state.show,
+        )?;
+        let finish = FinishOptions {
+            hold: process.hold.clone(),
+            on_give_up,
+        };
         Ok(Config {
             mode,
             policy,
-            process: process::options(&cli, &names, stop_signal, output)?,
+            process,
             log: log::options(&cli, &names)?,
             nesting,
             warn_nested: nested && !nested_single,
             state,
-            finish: FinishOptions::default(),
+            finish,
+            on_retry,
         })
     }
+}
+
+/// The probe modes' validated options, when one was asked for.
+struct Probe {
+    request: Option<HttpOptions>,
+    tcp: Option<TcpOptions>,
 }
 
 /// Which of the modes the invocation asks for, once each is valid alone.
 fn mode(
     command: Vec<OsString>,
     dry_run: bool,
-    request: Option<HttpOptions>,
+    probe: Probe,
     sim: Option<SimOptions>,
     state_show: bool,
 ) -> Result<Mode, UsageError> {
-    if state_show && (dry_run || request.is_some() || !command.is_empty()) {
+    let Probe { request, tcp } = probe;
+    if state_show && (dry_run || request.is_some() || tcp.is_some() || !command.is_empty()) {
         return Err(UsageError(
-            "--state-show only prints the group's state: give it no COMMAND, --http or --dry-run"
+            "--state-show only prints the group's state: give it no COMMAND, --http, --tcp or --dry-run"
                 .to_string(),
         ));
     }
@@ -205,18 +248,21 @@ fn mode(
         Mode::Simulate { sim }
     } else if dry_run {
         Mode::DryRun {
-            command: match &request {
-                Some(request) => request.display_words(),
-                None => command,
+            command: match (&request, &tcp) {
+                (Some(request), _) => request.display_words(),
+                (None, Some(tcp)) => tcp.display_words(),
+                (None, None) => command,
             },
         }
     } else if let Some(request) = request {
         Mode::Http {
             request: Box::new(request),
         }
+    } else if let Some(probe) = tcp {
+        Mode::Tcp { probe }
     } else if command.is_empty() && !state_show {
         return Err(UsageError(
-            "missing COMMAND: usage is 'retry [OPTIONS] -- COMMAND [ARG]...', 'retry [OPTIONS] --http URL' or 'retry [OPTIONS] --dry-run'"
+            "missing COMMAND: usage is 'retry [OPTIONS] -- COMMAND [ARG]...', 'retry [OPTIONS] --http URL', 'retry [OPTIONS] --tcp HOST:PORT' or 'retry [OPTIONS] --dry-run'"
                 .to_string(),
         ));
     } else {
@@ -317,7 +363,7 @@ impl Names<'_> {
 pub fn accepted_form(id: &str) -> Option<&'static str> {
     Some(match id {
         "base" | "cap" | "jitter_max" | "reset_after" | "kill_after" | "stagger" => DUR_FORM,
-        "max_time" | "timeout" => DUR_OR_NONE_FORM,
+        "max_time" | "timeout" | "idle_timeout" => DUR_OR_NONE_FORM,
         "max" => MAX_FORM,
         "multiplier" => "a number of at least 1, such as 2 or 1.5",
         "seed" => SEED_FORM,

@@ -10,12 +10,15 @@ use crate::classify::{Limit, OutputMatch, Status};
 use crate::signals::Signals;
 
 mod children;
+pub mod hold;
+pub mod hook;
 pub mod http;
 pub mod output;
 pub mod process;
 pub mod scan;
 mod spawn;
 pub mod stdin;
+pub mod tcp;
 mod terminal;
 
 /// What the loop tells an attempt about the try it is making.
@@ -44,6 +47,58 @@ pub trait Attempt {
     }
 }
 
+/// A failed attempt that will be retried, as the step between attempts
+/// sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failed {
+    /// Its number.
+    pub attempt: u32,
+    /// Its exit code, when its process exited with one.
+    pub exit_code: Option<i32>,
+    /// The wait planned before the next attempt.
+    pub next: Duration,
+}
+
+/// What the loop does after a failed attempt, before waiting for the next
+/// one (`--on-retry`). Never after the last attempt.
+pub trait Between {
+    /// Do it, within `deadline` and giving way to signals as an attempt
+    /// does. None when there was nothing to do; `Err` is a line to log.
+    fn failed(
+        &mut self,
+        failed: &Failed,
+        deadline: Option<Instant>,
+        signals: &mut Signals,
+    ) -> impl Future<Output = Option<Result<(), String>>>;
+}
+
+/// Nothing between attempts.
+impl Between for () {
+    async fn failed(
+        &mut self,
+        _: &Failed,
+        _: Option<Instant>,
+        _: &mut Signals,
+    ) -> Option<Result<(), String>> {
+        None
+    }
+}
+
+/// A step that is there or not.
+impl<B: Between> Between for Option<B> {
+    async fn failed(
+        &mut self,
+        failed: &Failed,
+        deadline: Option<Instant>,
+        signals: &mut Signals,
+    ) -> Option<Result<(), String>> {
+        match self {
+            Some(b) => b.failed(failed, deadline, signals).await,
+            None => None,
+        }
+    }
+}
+
 /// What an attempt reports besides its status.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Details {
@@ -52,6 +107,9 @@ pub struct Details {
     pub duration: Option<Duration>,
     /// Lines for the verbose log.
     pub notes: Vec<String>,
+    /// Warnings for the log: something went wrong that does not change the
+    /// attempt's status.
+    pub warnings: Vec<String>,
     /// What the output matched, with `--retry-if-output`/`--stop-if-output`.
     pub output: OutputMatch,
 }

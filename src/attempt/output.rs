@@ -1,6 +1,8 @@
-//! The output pump: with `--retry-if-output` or `--stop-if-output`, the
-//! child's stdout and stderr go through retry, which copies them on to its
-//! own stdout and stderr as they come and matches them on the way.
+//! The output pump: the child's stdout and stderr go through retry when
+//! something must see them on the way: output patterns
+//! (`--retry-if-output`, `--stop-if-output`), `--hold-output` (the bytes go
+//! to a spool instead of retry's stdout and stderr), or `--idle-timeout`
+//! (the time of the last byte is kept).
 //!
 //! Without those flags none of this exists: the child writes to retry's
 //! descriptors directly.
@@ -17,15 +19,23 @@
 //! still sees a terminal (colours, line buffering) and its bytes arrive as
 //! written.
 //!
+//! When retry's stdout and stderr are the same file, pipe or terminal (the
+//! usual `2>&1`), the child gets one channel for both, as it would without
+//! retry: one reader keeps the one order the child wrote in. Two channels
+//! read by two threads would interleave by scheduling, not by the order of
+//! the writes.
+//!
 //! When the attempt's main process has ended and its process group has been
 //! cleaned up, [`Pump::stop`] tells the threads to read what is left and
 //! end: a process that left the group and still holds the pipe open does
 //! not hold the run up.
 
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use nix::errno::Errno;
 use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl};
@@ -35,6 +45,7 @@ use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
 use nix::sys::termios::{SetArg, cfmakeraw, tcgetattr, tcsetattr};
 use tokio::sync::oneshot;
 
+use super::hold::{HEADER, Spool};
 use super::scan::{Found, Patterns, Scanner};
 use crate::classify::OutputMatch;
 
@@ -50,42 +61,138 @@ const PIPE_SIZE: i32 = 1024 * 1024;
 /// escaped the group could otherwise keep the pump going for ever.
 const AFTER_STOP: usize = 4 * 1024 * 1024;
 
+/// What the pump does with the child's output.
+#[derive(Default)]
+pub struct Plan {
+    /// Match the output against these.
+    pub patterns: Option<Patterns>,
+    /// Keep the output in this spool instead of passing it on.
+    pub hold: Option<Arc<Spool>>,
+    /// Keep the time of the last byte, for `--idle-timeout`.
+    pub watch: bool,
+}
+
 /// The child's ends of its stdout and stderr.
 pub struct ChildEnds {
     pub stdout: OwnedFd,
-    pub stderr: OwnedFd,
+    /// None: stderr shares stdout's channel (retry's two are one file).
+    pub stderr: Option<OwnedFd>,
 }
 
-/// The two streams of one attempt under way.
+impl ChildEnds {
+    /// The descriptor to give the child as its stderr.
+    pub fn stderr_fd(&self) -> RawFd {
+        self.stderr.as_ref().unwrap_or(&self.stdout).as_raw_fd()
+    }
+}
+
+/// When the child last wrote anything, for `--idle-timeout`.
+#[derive(Debug)]
+pub struct Activity {
+    start: Instant,
+    /// Nanoseconds from `start` to the last read of the child's output.
+    last: AtomicU64,
+    /// Streams blocked passing bytes on just now: a child whose reader is
+    /// slow is talking, not idle.
+    busy: AtomicUsize,
+}
+
+impl Activity {
+    fn new() -> Activity {
+        Activity {
+            start: Instant::now(),
+            last: AtomicU64::new(0),
+            busy: AtomicUsize::new(0),
+        }
+    }
+
+    fn touch(&self) {
+        let nanos = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.last.store(nanos, Ordering::Release);
+    }
+
+    /// When the child will have been silent for `idle`, unless it writes
+    /// before then; None when that is too far away to name.
+    pub fn silent_until(&self, idle: Duration) -> Option<Instant> {
+        if self.busy.load(Ordering::Acquire) > 0 {
+            return Instant::now().checked_add(idle);
+        }
+        let last = Duration::from_nanos(self.last.load(Ordering::Acquire));
+        self.start.checked_add(last)?.checked_add(idle)
+    }
+}
+
+/// Counts a stream as busy while it lives.
+struct Busy<'a>(Option<&'a Activity>);
+
+impl<'a> Busy<'a> {
+    fn new(activity: Option<&'a Activity>) -> Busy<'a> {
+        if let Some(a) = activity {
+            a.busy.fetch_add(1, Ordering::AcqRel);
+        }
+        Busy(activity)
+    }
+}
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        if let Some(a) = self.0 {
+            a.touch();
+            a.busy.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// The streams of one attempt under way.
 pub struct Pump {
-    patterns: Patterns,
+    patterns: Option<Patterns>,
     /// Dropped to tell the threads to finish: its read end then polls ready.
     stop: Option<OwnedFd>,
     done: Vec<oneshot::Receiver<()>>,
     found: Arc<Mutex<Found>>,
+    activity: Option<Arc<Activity>>,
+}
+
+/// Where a stream's bytes go.
+enum Dest {
+    /// retry's own stdout (1) or stderr (2).
+    Fd(i32),
+    /// The attempt's spool, as this stream (1 or 2).
+    Hold(Arc<Spool>, u8),
 }
 
 impl Pump {
-    /// Set up a pipe (or a pseudo-terminal) for each stream and start
-    /// copying. Returns the pump and the ends to give the child.
-    pub fn start(patterns: &Patterns) -> io::Result<(Pump, ChildEnds)> {
+    /// Set up a pipe (or a pseudo-terminal) for each stream, or one for
+    /// both when retry's stdout and stderr are one file, and start copying.
+    /// Returns the pump and the ends to give the child.
+    pub fn start(plan: Plan) -> io::Result<(Pump, ChildEnds)> {
         let (stop_rx, stop_tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         let stop_rx = Arc::new(stop_rx);
         let found = Arc::new(Mutex::new(Found::default()));
+        let activity = plan.watch.then(|| Arc::new(Activity::new()));
+        let streams: &[i32] = if same_file(libc::STDOUT_FILENO, libc::STDERR_FILENO) {
+            &[libc::STDOUT_FILENO]
+        } else {
+            &[libc::STDOUT_FILENO, libc::STDERR_FILENO]
+        };
         let mut done = Vec::new();
         let mut ends = Vec::new();
-        for dest in [libc::STDOUT_FILENO, libc::STDERR_FILENO] {
-            let (ours, theirs) = channel_for(dest)?;
+        for &fd in streams {
+            let (ours, theirs) = channel_for(fd, plan.hold.is_none())?;
             let (tx, rx) = oneshot::channel();
             let stream = Stream {
                 source: ours,
-                dest,
+                dest: match &plan.hold {
+                    None => Dest::Fd(fd),
+                    Some(spool) => Dest::Hold(Arc::clone(spool), fd as u8),
+                },
                 stop: Arc::clone(&stop_rx),
-                scanner: Scanner::new(patterns.clone()),
+                scanner: plan.patterns.clone().map(Scanner::new),
                 found: Arc::clone(&found),
+                activity: activity.clone(),
             };
             thread::Builder::new()
-                .name(format!("output-{dest}"))
+                .name(format!("output-{fd}"))
                 .spawn(move || {
                     stream.run();
                     drop(tx);
@@ -93,17 +200,24 @@ impl Pump {
             done.push(rx);
             ends.push(theirs);
         }
-        let stderr = ends.pop().ok_or_else(|| io::Error::other("no stderr"))?;
-        let stdout = ends.pop().ok_or_else(|| io::Error::other("no stdout"))?;
+        let mut ends = ends.into_iter();
+        let stdout = ends.next().ok_or_else(|| io::Error::other("no stdout"))?;
+        let stderr = ends.next();
         Ok((
             Pump {
-                patterns: patterns.clone(),
+                patterns: plan.patterns,
                 stop: Some(stop_tx),
                 done,
                 found,
+                activity,
             },
             ChildEnds { stdout, stderr },
         ))
+    }
+
+    /// When the child last wrote, when watched.
+    pub fn activity(&self) -> Option<&Activity> {
+        self.activity.as_deref()
     }
 
     /// The attempt is over: read what is left in the streams and end.
@@ -121,16 +235,31 @@ impl Pump {
 
     /// What the output matched so far (all of it, after [`finished`]).
     pub fn matched(&self) -> OutputMatch {
+        let Some(patterns) = &self.patterns else {
+            return OutputMatch::None;
+        };
         let found = *self.found.lock().unwrap_or_else(|e| e.into_inner());
-        found.to_output(&self.patterns)
+        found.to_output(patterns)
+    }
+}
+
+/// Whether two of retry's descriptors are the same file, pipe or terminal.
+fn same_file(a: i32, b: i32) -> bool {
+    match (
+        nix::sys::stat::fstat(dest_fd(a)),
+        nix::sys::stat::fstat(dest_fd(b)),
+    ) {
+        (Ok(x), Ok(y)) => x.st_dev == y.st_dev && x.st_ino == y.st_ino,
+        _ => false,
     }
 }
 
 /// Our end and the child's end of a new channel for a stream that goes to
-/// `dest`: a pseudo-terminal if `dest` is a terminal, else a pipe.
-fn channel_for(dest: i32) -> io::Result<(OwnedFd, OwnedFd)> {
-    let (ours, theirs) = match nix::unistd::isatty(dest_fd(dest)) {
-        Ok(true) => match pty_like(dest_fd(dest)) {
+/// `dest`: a pseudo-terminal if `dest` is a terminal (and the bytes go
+/// there: `tty`), else a pipe.
+fn channel_for(dest: i32, tty: bool) -> io::Result<(OwnedFd, OwnedFd)> {
+    let (ours, theirs) = match tty && nix::unistd::isatty(dest_fd(dest)).unwrap_or(false) {
+        true => match pty_like(dest_fd(dest)) {
             Ok(pair) => pair,
             Err(_) => pipe()?,
         },
@@ -167,15 +296,16 @@ fn pty_like(dest: BorrowedFd<'_>) -> io::Result<(OwnedFd, OwnedFd)> {
 /// One stream's copying thread.
 struct Stream {
     source: OwnedFd,
-    dest: i32,
+    dest: Dest,
     stop: Arc<OwnedFd>,
-    scanner: Scanner,
+    scanner: Option<Scanner>,
     found: Arc<Mutex<Found>>,
+    activity: Option<Arc<Activity>>,
 }
 
 /// What one copying step did.
 enum Step {
-    /// This many bytes went on; they are at the start of the buffer.
+    /// This many bytes went on; they follow the header room in the buffer.
     Copied(usize),
     /// Nothing to read just now.
     Empty,
@@ -191,16 +321,26 @@ impl Stream {
         ttou.add(Signal::SIGTTOU);
         let _ = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&ttou), None);
 
-        let mut buf = vec![0u8; CHUNK];
+        // The bytes read go after room for a held record's header, so that
+        // holding them costs one write.
+        let mut buf = vec![0u8; HEADER + CHUNK];
         // Pipe to pipe, tee(2) passes the bytes on without copying them
         // through retry; they are then read once, for matching.
-        let mut tee = is_pipe(self.source.as_fd()) && is_pipe(dest_fd(self.dest));
+        let mut tee = match self.dest {
+            Dest::Fd(fd) => is_pipe(self.source.as_fd()) && is_pipe(dest_fd(fd)),
+            Dest::Hold(..) => false,
+        };
         let mut after_stop: Option<usize> = None;
         let mut published = Found::default();
         loop {
             match self.copy_once(&mut buf, &mut tee) {
                 Step::Copied(n) => {
-                    self.scanner.feed(&buf[..n]);
+                    if let Some(a) = &self.activity {
+                        a.touch();
+                    }
+                    if let Some(scanner) = self.scanner.as_mut() {
+                        scanner.feed(&buf[HEADER..HEADER + n]);
+                    }
                     if let Some(read) = after_stop.as_mut() {
                         *read += n;
                         if *read > AFTER_STOP {
@@ -216,20 +356,38 @@ impl Stream {
                 }
                 Step::End => break,
             }
-            let now = self.scanner.finding();
+            let now = self
+                .scanner
+                .as_ref()
+                .map(Scanner::finding)
+                .unwrap_or_default();
             if now != published {
                 published = now;
                 self.publish(now);
             }
         }
-        let last = self.scanner.finish();
-        self.publish(last);
+        if let Some(scanner) = self.scanner.as_mut() {
+            let last = scanner.finish();
+            self.publish(last);
+        }
     }
 
     /// Pass on what the source holds (up to a buffer's worth), leaving a
-    /// copy of it in `buf`.
+    /// copy of it in `buf[HEADER..]`.
     fn copy_once(&self, buf: &mut [u8], tee: &mut bool) -> Step {
-        let dest = dest_fd(self.dest);
+        let fd = match &self.dest {
+            Dest::Fd(fd) => *fd,
+            Dest::Hold(spool, stream) => {
+                return match self.read(&mut buf[HEADER..]) {
+                    Ok(n) => {
+                        spool.append(*stream, &mut buf[..HEADER + n]);
+                        Step::Copied(n)
+                    }
+                    Err(step) => step,
+                };
+            }
+        };
+        let dest = dest_fd(fd);
         while *tee {
             // tee(2) may wait for input whatever the descriptor's flags say:
             // it must never wait there, or a stop would go unnoticed.
@@ -237,19 +395,12 @@ impl Stream {
                 return Step::Empty;
             }
             // SAFETY: tee(2) on two descriptors we hold open.
-            let n = unsafe {
-                libc::tee(
-                    self.source.as_raw_fd(),
-                    self.dest,
-                    buf.len(),
-                    libc::SPLICE_F_MORE,
-                )
-            };
+            let n = unsafe { libc::tee(self.source.as_raw_fd(), fd, CHUNK, libc::SPLICE_F_MORE) };
             match usize::try_from(n) {
                 // No data, and no writer left.
                 Ok(0) => return Step::End,
                 Ok(n) => {
-                    return if read_exactly(self.source.as_fd(), &mut buf[..n]) {
+                    return if read_exactly(self.source.as_fd(), &mut buf[HEADER..HEADER + n]) {
                         Step::Copied(n)
                     } else {
                         Step::End
@@ -258,29 +409,42 @@ impl Stream {
                 Err(_) => match Errno::last() {
                     Errno::EINTR => {}
                     // The source has data, so the destination is full.
-                    Errno::EAGAIN => wait_writable(dest),
+                    Errno::EAGAIN => {
+                        let _busy = Busy::new(self.activity.as_deref());
+                        wait_writable(dest);
+                    }
                     Errno::EINVAL | Errno::ENOSYS => *tee = false,
                     // EPIPE: whoever read our output is gone.
                     _ => return Step::End,
                 },
             }
         }
+        match self.read(&mut buf[HEADER..]) {
+            Ok(n) => {
+                let _busy = Busy::new(self.activity.as_deref());
+                // When whoever read our output is gone, closing our end
+                // makes the child's next write fail as it would have.
+                if write_all(fd, &buf[HEADER..HEADER + n]) {
+                    Step::Copied(n)
+                } else {
+                    Step::End
+                }
+            }
+            Err(step) => step,
+        }
+    }
+
+    /// Read what the source holds now: the number of bytes, or the step
+    /// when there are none.
+    fn read(&self, buf: &mut [u8]) -> Result<usize, Step> {
         loop {
             match nix::unistd::read(&self.source, buf) {
                 // EOF; EIO is a pseudo-terminal's "no writer left".
-                Ok(0) | Err(Errno::EIO) => return Step::End,
-                Ok(n) => {
-                    // When whoever read our output is gone, closing our end
-                    // makes the child's next write fail as it would have.
-                    return if write_all(self.dest, &buf[..n]) {
-                        Step::Copied(n)
-                    } else {
-                        Step::End
-                    };
-                }
+                Ok(0) | Err(Errno::EIO) => return Err(Step::End),
+                Ok(n) => return Ok(n),
                 Err(Errno::EINTR) => {}
-                Err(Errno::EAGAIN) => return Step::Empty,
-                Err(_) => return Step::End,
+                Err(Errno::EAGAIN) => return Err(Step::Empty),
+                Err(_) => return Err(Step::End),
             }
         }
     }

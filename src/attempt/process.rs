@@ -15,6 +15,7 @@
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::AsRawFd;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::libc;
@@ -23,7 +24,8 @@ use nix::unistd::{Pid, getpgrp, getpid};
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::children::{Change, count_group, group_alive, reap};
-use super::output::Pump;
+use super::hold::{Held, Spool};
+use super::output::{Plan, Pump};
 use super::scan::Patterns;
 use super::spawn::{Spawn, spawn};
 use super::stdin::StdinSource;
@@ -43,6 +45,10 @@ pub struct ProcessOptions {
     /// `--retry-if-output`/`--stop-if-output`: None leaves the child's
     /// output alone.
     pub output: Option<Patterns>,
+    /// `--idle-timeout`: an attempt silent this long is stopped.
+    pub idle_timeout: Option<Duration>,
+    /// `--hold-output`: where each attempt's output is held.
+    pub hold: Option<Held>,
 }
 
 /// Runs COMMAND once per attempt.
@@ -60,6 +66,9 @@ pub struct ProcessAttempt {
     /// The signals retry has handlers for, reset in each child before exec.
     caught: Vec<libc::c_int>,
     details: Details,
+    /// Set when this runs a hook (see `hook`): its environment for the next
+    /// run. A hook reads /dev/null and its stdout goes to retry's stderr.
+    hook_env: Option<Vec<(&'static str, String)>>,
 }
 
 impl ProcessAttempt {
@@ -86,7 +95,29 @@ impl ProcessAttempt {
             sigchld: None,
             caught: handled(),
             details: Details::default(),
+            hook_env: None,
         }
+    }
+
+    /// A hook's runner: no terminal, nothing read, output to stderr.
+    pub(super) fn for_hook(command: Vec<OsString>, opts: ProcessOptions) -> Self {
+        let _ = nix::sys::prctl::set_child_subreaper(true);
+        ProcessAttempt {
+            command,
+            opts,
+            depth: 0,
+            stdin: StdinSource::Inherit,
+            terminal: None,
+            sigchld: None,
+            caught: handled(),
+            details: Details::default(),
+            hook_env: Some(Vec::new()),
+        }
+    }
+
+    /// The environment the hook gets on its next run.
+    pub(super) fn set_hook_env(&mut self, env: Vec<(&'static str, String)>) {
+        self.hook_env = Some(env);
     }
 }
 
@@ -147,40 +178,63 @@ impl Attempt for ProcessAttempt {
             .as_ref()
             .is_some_and(Terminal::retry_is_foreground);
 
-        let env = [
-            ("RETRY_ATTEMPT", ctx.number.to_string()),
-            (
-                "RETRY_MAX_ATTEMPTS",
-                ctx.max.map(|m| m.to_string()).unwrap_or_default(),
-            ),
-            (
-                "RETRY_PREVIOUS_EXIT",
-                ctx.previous_exit.map(|c| c.to_string()).unwrap_or_default(),
-            ),
-            ("RETRY_DEPTH", self.depth.to_string()),
-        ];
-        let (stdin, feed) = match self.stdin.for_attempt() {
+        let own_env;
+        let env: &[(&str, String)] = match &self.hook_env {
+            Some(env) => env,
+            None => {
+                own_env = [
+                    ("RETRY_ATTEMPT", ctx.number.to_string()),
+                    (
+                        "RETRY_MAX_ATTEMPTS",
+                        ctx.max.map(|m| m.to_string()).unwrap_or_default(),
+                    ),
+                    (
+                        "RETRY_PREVIOUS_EXIT",
+                        ctx.previous_exit.map(|c| c.to_string()).unwrap_or_default(),
+                    ),
+                    ("RETRY_DEPTH", self.depth.to_string()),
+                ];
+                &own_env
+            }
+        };
+        let hook = self.hook_env.is_some();
+        let prepared = if hook {
+            std::fs::File::open("/dev/null").map(|f| (Some(f.into()), None))
+        } else {
+            self.stdin.for_attempt()
+        };
+        let (stdin, feed) = match prepared {
             Ok(s) => s,
             Err(e) => return Status::CannotStart(format!("cannot prepare stdin: {e}")),
         };
-        let (mut pump, ends) = match &self.opts.output {
-            None => (None, None),
-            Some(patterns) => match Pump::start(patterns) {
+        let plan = Plan {
+            patterns: self.opts.output.clone(),
+            hold: spool(self.opts.hold.as_ref(), ctx, &mut self.details.warnings),
+            watch: self.opts.idle_timeout.is_some(),
+        };
+        let (mut pump, ends) = if plan.patterns.is_none() && plan.hold.is_none() && !plan.watch {
+            (None, None)
+        } else {
+            match Pump::start(plan) {
                 Ok((pump, ends)) => (Some(pump), Some(ends)),
                 Err(e) => {
                     return Status::CannotStart(format!("cannot set up the output pipes: {e}"));
                 }
-            },
+            }
         };
         let tty = self.terminal.as_ref().filter(|_| handed).map(Terminal::raw);
         let spawned = spawn(&Spawn {
             program,
             args,
-            env: &env,
+            env,
             stdio: [
                 stdin.as_ref().map(AsRawFd::as_raw_fd),
-                ends.as_ref().map(|e| e.stdout.as_raw_fd()),
-                ends.as_ref().map(|e| e.stderr.as_raw_fd()),
+                match &ends {
+                    Some(e) => Some(e.stdout.as_raw_fd()),
+                    None if hook => Some(libc::STDERR_FILENO),
+                    None => None,
+                },
+                ends.as_ref().map(super::output::ChildEnds::stderr_fd),
             ],
             new_group: !foreground,
             terminal: tty,
@@ -222,6 +276,12 @@ impl Attempt for ProcessAttempt {
                 Some((_, since)) if !killed => since.checked_add(self.opts.kill_after),
                 Some(_) => None,
             };
+            // --idle-timeout: when the child will have been silent too long.
+            let silent = |pump: &Option<Pump>| {
+                let idle = self.opts.idle_timeout?;
+                pump.as_ref()?.activity()?.silent_until(idle)
+            };
+            let idle_wake = if stop.is_none() { silent(&pump) } else { None };
             let Some(sigchld) = self.sigchld.as_mut() else {
                 break Change::Exited(1);
             };
@@ -238,6 +298,14 @@ impl Attempt for ProcessAttempt {
                         killed = true;
                     }
                 },
+                () = sleep_until(idle_wake) => {
+                    // The child may have written meanwhile: then this wait
+                    // only moves on.
+                    if silent(&pump).is_some_and(|at| at <= Instant::now()) {
+                        target.stop(self.opts.stop_signal);
+                        stop = Some((Stop::Timeout(Limit::Idle), Instant::now()));
+                    }
+                }
                 sig = signals.recv() => {
                     handed = self.forward(target, sig, handed);
                     if is_terminating(sig) && !matches!(stop, Some((Stop::Interrupt(_), _))) {
@@ -425,6 +493,29 @@ impl ProcessAttempt {
             }
         }
         left
+    }
+}
+
+/// With `--hold-output`, a new spool for this attempt, in place of the last
+/// one (dropped: that attempt is being retried). None when output is not
+/// held, or when no spool can be made: then the output passes through, with
+/// a warning, rather than being lost.
+fn spool(held: Option<&Held>, ctx: &Context, warnings: &mut Vec<String>) -> Option<Arc<Spool>> {
+    let held = held?;
+    held.replace(None);
+    match Spool::create() {
+        Ok(spool) => {
+            let spool = Arc::new(spool);
+            held.replace(Some(Arc::clone(&spool)));
+            Some(spool)
+        }
+        Err(e) => {
+            warnings.push(format!(
+                "cannot hold the output of attempt {} ({e}): it passes through",
+                ctx.number
+            ));
+            None
+        }
     }
 }
 

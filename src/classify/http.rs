@@ -81,6 +81,7 @@ impl fmt::Display for NetFailure {
             NetFailure::Lost => "connection lost",
             NetFailure::TimedOut(Limit::Attempt) => "timed out by --timeout",
             NetFailure::TimedOut(Limit::Deadline) => "stopped at --max-time",
+            NetFailure::TimedOut(Limit::Idle) => "idle: no data for --idle-timeout",
             NetFailure::Tls => "TLS error",
             NetFailure::Truncated => "body cut short",
             NetFailure::TruncatedOutput => "body cut short after part of it was written out",
@@ -143,7 +144,9 @@ fn raw(status: &Status, rules: &Rules) -> Verdict {
             NetFailure::Dns | NetFailure::Connect | NetFailure::Lost | NetFailure::Truncated => {
                 Verdict::Retryable
             }
-            NetFailure::ConnectTimeout | NetFailure::TimedOut(Limit::Attempt) => {
+            NetFailure::ConnectTimeout
+            | NetFailure::TimedOut(Limit::Attempt)
+            | NetFailure::TimedOut(Limit::Idle) => {
                 if rules.retry_on_timeout {
                     Verdict::Retryable
                 } else {

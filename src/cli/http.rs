@@ -59,7 +59,7 @@ pub struct HttpArgs {
     )]
     pub json: Option<String>,
 
-    /// Time limit for establishing each connection [default: 10s]
+    /// Time limit for establishing each connection, with --http or --tcp [default: 10s]
     #[arg(
         long,
         value_name = "DUR",

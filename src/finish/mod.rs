@@ -11,9 +11,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::attempt::hold::Held;
+use crate::attempt::hook::Hook;
 use crate::event::End;
 use crate::log::Logger;
 use crate::signals::Signals;
+
+mod give_up;
+mod held;
 
 /// What the end-of-run outputs know of a run: built once, read by all.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,7 +61,12 @@ pub trait Output {
 
 /// The end-of-run options, validated by `policy`. Empty: no output.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FinishOptions {}
+pub struct FinishOptions {
+    /// `--hold-output`: where the attempts hold their output.
+    pub hold: Option<Held>,
+    /// `--on-give-up`.
+    pub on_give_up: Option<Hook>,
+}
 
 /// The outputs of one run, in the order they run.
 #[derive(Default)]
@@ -67,8 +77,16 @@ pub struct Outputs {
 impl Outputs {
     /// The outputs `options` ask for.
     pub fn new(options: &FinishOptions) -> Outputs {
-        let FinishOptions {} = options;
-        Outputs::default()
+        let FinishOptions { hold, on_give_up } = options;
+        let mut outputs = Outputs::default();
+        // The command's own output first, then the hook's.
+        if let Some(held) = hold {
+            outputs.push(Box::new(held::HeldOutput::new(held.clone())));
+        }
+        if let Some(hook) = on_give_up {
+            outputs.push(Box::new(give_up::GiveUp::new(hook)));
+        }
+        outputs
     }
 
     /// Adds an output at the end of the list.

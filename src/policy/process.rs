@@ -1,10 +1,14 @@
 //! The flags of how a COMMAND's attempts run as processes: `--stop-signal`,
-//! `--kill-after`, `--foreground`, `--replay-stdin` and the output patterns
-//! (`--retry-if-output`, `--stop-if-output`).
+//! `--kill-after`, `--foreground`, `--replay-stdin`, the output patterns
+//! (`--retry-if-output`, `--stop-if-output`), `--idle-timeout` and
+//! `--hold-output`; and the hooks (`--on-retry`, `--on-give-up`), which run
+//! as processes in every mode.
 
 use std::time::Duration;
 
 use super::{Inf, Names, SIGNAL_FORM, UsageError, duration, invalid};
+use crate::attempt::hold::Held;
+use crate::attempt::hook::Hook;
 use crate::attempt::process::ProcessOptions;
 use crate::attempt::scan::Patterns;
 use crate::cli::Cli;
@@ -55,16 +59,64 @@ pub(super) fn options(
         foreground: cli.foreground,
         replay_stdin: cli.replay_stdin,
         output,
+        // 0 and inf mean "none", as for --timeout.
+        idle_timeout: duration(
+            names,
+            "idle_timeout",
+            "--idle-timeout",
+            cli.idle_timeout.as_deref(),
+            Inf::NoLimit,
+        )?
+        .filter(|d| !d.is_zero()),
+        hold: cli.hold_output.then(Held::default),
     })
+}
+
+/// `--on-retry` and `--on-give-up`, stopped as `process`'s attempts are.
+pub(super) fn hooks(
+    cli: &Cli,
+    process: &ProcessOptions,
+) -> Result<(Option<Hook>, Option<Hook>), UsageError> {
+    let hook = |flag: &'static str, value: Option<&String>| {
+        let Some(command) = value else {
+            return Ok(None);
+        };
+        // sh would take a leading '-' for one of its own options.
+        if command.trim().is_empty() || command.trim_start().starts_with('-') {
+            return Err(invalid(
+                flag,
+                command,
+                "a shell command for /bin/sh -c, such as 'make clean' (not starting with '-')",
+            ));
+        }
+        Ok(Some(Hook {
+            flag,
+            command: command.clone(),
+            stop_signal: process.stop_signal,
+            kill_after: process.kill_after,
+        }))
+    };
+    Ok((
+        hook("--on-retry", cli.on_retry.as_ref())?,
+        hook("--on-give-up", cli.on_give_up.as_ref())?,
+    ))
 }
 
 /// The process flags given on the command line, by name: none of them has
 /// any effect where no process runs (`--http`, `--simulate`).
-pub(super) fn given(cli: &Cli) -> [(&'static str, bool); 4] {
+pub(super) fn given(cli: &Cli) -> [(&'static str, bool); 6] {
     [
         ("--stop-signal", cli.stop_signal.is_some()),
         ("--kill-after", cli.kill_after.is_some()),
         ("--foreground", cli.foreground),
         ("--replay-stdin", cli.replay_stdin),
+        ("--hold-output", cli.hold_output),
+        // A COMMAND's silence; where no process runs it means nothing.
+        // RETRY_IDLE_TIMEOUT set for the user's commands does not stand in
+        // the way; the flag given does.
+        (
+            "--idle-timeout",
+            cli.idle_timeout.is_some() && !cli.from_env.iter().any(|(id, _)| id == "idle_timeout"),
+        ),
     ]
 }

@@ -169,9 +169,14 @@ fn limits(cli: &Cli, names: &Names, delay: &DelayPolicy) -> Result<Limits, Usage
     .filter(|d| !d.is_zero());
     // A command's attempt stopped at --max-time is never retried anyway;
     // over HTTP, the connection timeout is always there to make permanent.
-    if cli.no_retry_on_timeout && timeout.is_none() && cli.http.url.is_none() {
+    if cli.no_retry_on_timeout
+        && timeout.is_none()
+        && cli.idle_timeout.is_none()
+        && cli.http.url.is_none()
+        && cli.tcp.is_empty()
+    {
         return Err(UsageError(
-            "--no-retry-on-timeout has no effect without --timeout: only an attempt stopped by --timeout is ever retried"
+            "--no-retry-on-timeout has no effect without --timeout or --idle-timeout: only an attempt stopped by one of them is ever retried"
                 .to_string(),
         ));
     }

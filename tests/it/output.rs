@@ -350,3 +350,59 @@ fn patterns_work_in_the_foreground_too() {
     assert_eq!(attempts(&out), 1);
     assert_eq!(out.stdout_text(), "fatal: no such host\n");
 }
+
+/// 1,000 lines on stdout and 1,000 on stderr, alternating, each written
+/// by its own write(2).
+const ALTERNATING: &str =
+    "i=0; while [ $i -lt 1000 ]; do echo \"out $i\"; echo \"err $i\" >&2; i=$((i+1)); done";
+
+fn alternating() -> String {
+    (0..1000).map(|i| format!("out {i}\nerr {i}\n")).collect()
+}
+
+#[test]
+fn merged_streams_keep_their_one_order_through_the_pump() {
+    // `2>&1 |`: retry's stdout and stderr are one pipe. The child gets one
+    // channel for both, as it would without retry, so the order it wrote
+    // in is the order that comes out: every pump user alike.
+    for extra in [
+        &["--retry-if-output", "never-there"][..],
+        &["--stop-if-output", "never-there", "--retry-if-output", "x"],
+        &["--idle-timeout", "30s"],
+    ] {
+        let mut args = vec!["-qq", "--max=1"];
+        args.extend_from_slice(extra);
+        let (code, out) = retry_sh(&args, ALTERNATING).run_merged();
+        assert_eq!(code, 0, "{extra:?}");
+        let out = String::from_utf8_lossy(&out);
+        let want = alternating();
+        let misplaced = out
+            .lines()
+            .zip(want.lines())
+            .filter(|(a, b)| a != b)
+            .count();
+        assert_eq!(
+            misplaced, 0,
+            "{extra:?}: {misplaced} of 2000 lines out of order"
+        );
+        assert_eq!(out, want, "{extra:?}");
+    }
+}
+
+#[test]
+fn a_pattern_matches_the_merged_stream_whichever_stream_wrote_it() {
+    let (code, out) = retry_sh(
+        &[
+            "-qq",
+            "--max=3",
+            "--base",
+            "10ms",
+            "--stop-if-output",
+            "fatal",
+        ],
+        "echo start; echo fatal: no disk >&2; exit 1",
+    )
+    .run_merged();
+    assert_eq!(code, 1);
+    assert_eq!(String::from_utf8_lossy(&out), "start\nfatal: no disk\n");
+}

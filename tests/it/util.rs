@@ -69,6 +69,37 @@ impl Retry {
         self.spawn().wait()
     }
 
+    /// Run to completion with stdout and stderr on one pipe, as `2>&1 |`
+    /// does: the exit status and everything that came out, in order.
+    pub fn run_merged(self) -> (i32, Vec<u8>) {
+        let Retry { mut cmd, stdin } = self;
+        assert!(stdin.is_none(), "run_merged gives retry no stdin");
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        cmd.stdin(Stdio::null())
+            .stdout(writer.try_clone().expect("dup"))
+            .stderr(writer);
+        let mut child = cmd.spawn().expect("spawn retry");
+        // The command's copies of the write end must close, or the read
+        // never ends.
+        drop(cmd);
+        let out = drain(reader);
+        let started = Instant::now();
+        let status = loop {
+            if let Some(st) = child.try_wait().expect("try_wait") {
+                break st;
+            }
+            if started.elapsed() > HARD_LIMIT {
+                let _ = child.kill();
+                panic!("retry did not finish within {HARD_LIMIT:?}");
+            }
+            thread::sleep(Duration::from_millis(5));
+        };
+        let out = out
+            .recv_timeout(Duration::from_secs(10))
+            .expect("output still held open after retry exited");
+        (status.code().expect("retry exited"), out)
+    }
+
     /// Start it and return at once, to signal it while it runs.
     pub fn spawn(mut self) -> Running {
         self.cmd

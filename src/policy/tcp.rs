@@ -1,0 +1,164 @@
+//! Validation of TCP mode's flags: `--tcp HOST:PORT` (repeatable) and the
+//! `--connect-timeout` it shares with HTTP mode.
+
+use std::net::Ipv6Addr;
+
+use super::{UsageError, invalid, opt_positive_duration};
+use crate::attempt::http::CONNECT_TIMEOUT;
+use crate::attempt::tcp::{Target, TcpOptions};
+use crate::cli::Cli;
+
+const TARGET_FORM: &str =
+    "HOST:PORT with a port from 1 to 65535, such as db:5432, 127.0.0.1:6379 or [::1]:6379";
+
+/// Validate `--tcp`. `Ok(None)` when it was not given.
+pub(super) fn from_args(cli: &Cli) -> Result<Option<TcpOptions>, UsageError> {
+    if cli.tcp.is_empty() {
+        return Ok(None);
+    }
+    let mut targets = Vec::with_capacity(cli.tcp.len());
+    for given in &cli.tcp {
+        targets.push(target(given).ok_or_else(|| invalid("--tcp", given, TARGET_FORM))?);
+    }
+    exclusive(cli)?;
+    Ok(Some(TcpOptions {
+        targets,
+        connect_timeout: opt_positive_duration(
+            "--connect-timeout",
+            cli.http.connect_timeout.as_deref(),
+        )?
+        .unwrap_or(CONNECT_TIMEOUT),
+    }))
+}
+
+/// `HOST:PORT`, `[IPv6]:PORT`.
+fn target(given: &str) -> Option<Target> {
+    let t = given.trim();
+    let (host, port) = match t.strip_prefix('[') {
+        Some(rest) => {
+            let (host, after) = rest.split_once(']')?;
+            host.parse::<Ipv6Addr>().ok()?;
+            (host, after.strip_prefix(':')?)
+        }
+        None => {
+            let (host, port) = t.rsplit_once(':')?;
+            // A bare IPv6 address is ambiguous: it needs its brackets.
+            if host.contains(':') {
+                return None;
+            }
+            (host, port)
+        }
+    };
+    let name_ok = !host.is_empty()
+        && !host.starts_with('-')
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':'));
+    let port = port
+        .parse::<u16>()
+        .ok()
+        .filter(|p| *p > 0 && port.bytes().all(|b| b.is_ascii_digit()))?;
+    name_ok.then(|| Target {
+        host: host.to_string(),
+        port,
+    })
+}
+
+/// What TCP mode cannot be combined with.
+fn exclusive(cli: &Cli) -> Result<(), UsageError> {
+    if !cli.command.is_empty() {
+        return Err(UsageError(
+            "--tcp and COMMAND are mutually exclusive: give one or the other".to_string(),
+        ));
+    }
+    if cli.http.url.is_some() {
+        return Err(UsageError(
+            "--tcp and --http are mutually exclusive: give one or the other".to_string(),
+        ));
+    }
+    let h = &cli.http;
+    let http_only = [
+        ("--method", h.method.is_some()),
+        ("--header", !h.headers.is_empty()),
+        ("--data", !h.data.is_empty()),
+        ("--json", h.json.is_some()),
+        ("--retry-after-max", h.retry_after_max.is_some()),
+        ("--cacert", h.cacert.is_some()),
+        ("--insecure", h.insecure),
+        ("--output", h.output.is_some()),
+        ("--expect", h.expect.is_some()),
+        ("--retry-status", h.retry_status.is_some()),
+        ("--idempotency-key", h.idempotency_key.is_some()),
+        ("--retry-non-idempotent", h.retry_non_idempotent),
+    ];
+    if let Some((flag, _)) = http_only.iter().find(|(_, given)| *given) {
+        return Err(UsageError(format!(
+            "{flag} applies only to HTTP mode, not to --tcp"
+        )));
+    }
+    for (flag, given) in [
+        ("--retry-on", cli.retry_on.is_some()),
+        ("--stop-on", cli.stop_on.is_some()),
+        ("--success-on", cli.success_on.is_some()),
+    ] {
+        if given {
+            return Err(UsageError(format!(
+                "{flag} applies to exit codes of a COMMAND, not to --tcp"
+            )));
+        }
+    }
+    let process = [
+        ("--restart-on-success", cli.restart_on_success),
+        ("--retry-if-output", !cli.retry_if_output.is_empty()),
+        ("--stop-if-output", !cli.stop_if_output.is_empty()),
+    ];
+    for (flag, given) in process.into_iter().chain(super::process::given(cli)) {
+        if given {
+            return Err(UsageError(format!(
+                "{flag} applies to a COMMAND's processes, not to --tcp"
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_in_every_form() {
+        let ok = |s: &str| {
+            let t = target(s).unwrap_or_else(|| panic!("{s} should be valid"));
+            (t.host, t.port)
+        };
+        assert_eq!(ok("db:5432"), ("db".into(), 5432));
+        assert_eq!(ok(" 127.0.0.1:6379 "), ("127.0.0.1".into(), 6379));
+        assert_eq!(ok("[::1]:6379"), ("::1".into(), 6379));
+        assert_eq!(ok("[fe80::1]:1"), ("fe80::1".into(), 1));
+        assert_eq!(
+            ok("my-db.internal_x:65535"),
+            ("my-db.internal_x".into(), 65535)
+        );
+        for bad in [
+            "",
+            "db",
+            "db:",
+            ":5432",
+            "db:0",
+            "db:65536",
+            "db:+1",
+            "db:-1",
+            "::1:6379",
+            "[::1]6379",
+            "[db]:1",
+            "[::1]:",
+            "d b:1",
+            "-db:1",
+            "db:5432/x",
+            "db:1e3",
+        ] {
+            assert!(target(bad).is_none(), "{bad:?} should be refused");
+        }
+    }
+}
