@@ -205,6 +205,17 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// What `Command::output` gave, for invocations the harness did not start.
+    pub fn from_output(out: std::process::Output) -> Outcome {
+        Outcome {
+            code: std::os::unix::process::ExitStatusExt::into_raw(out.status),
+            exit: out.status.code(),
+            stdout: out.stdout,
+            stderr: out.stderr,
+            elapsed: Duration::ZERO,
+        }
+    }
+
     /// The exit status; fails the test if retry itself died of a signal.
     pub fn code(&self) -> i32 {
         self.exit.unwrap_or_else(|| {

@@ -1,0 +1,382 @@
+//! `--tcp HOST:PORT`: waiting for real listeners on 127.0.0.1 and ::1;
+//! refused, unresolvable and silent targets, with curl's exit statuses.
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use crate::util::{Outcome, retry, scratch};
+
+/// A port on 127.0.0.1 that nothing listens on (just now).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A listener that accepts and counts connections until the test ends.
+fn counting(addr: &str) -> (SocketAddr, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind(addr).unwrap();
+    let local = listener.local_addr().unwrap();
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&count);
+    thread::spawn(move || {
+        for conn in listener.incoming() {
+            if conn.is_ok() {
+                seen.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    });
+    (local, count)
+}
+
+fn done(out: &Outcome) -> serde_json::Value {
+    out.json()
+        .into_iter()
+        .find(|e| e["event"] == "done")
+        .expect("a done event")
+}
+
+const FAST: [&str; 4] = ["--base", "50ms", "--log-format", "json"];
+
+fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    let mut all = FAST.to_vec();
+    all.extend_from_slice(extra);
+    all
+}
+
+#[test]
+fn a_listening_port_succeeds_at_once() {
+    let (addr, count) = counting("127.0.0.1:0");
+    let target = addr.to_string();
+    let out = retry(args(&["--tcp", &target])).run();
+    out.expect_code(0);
+    assert_eq!(done(&out)["attempts"], 1);
+    assert!(out.stdout.is_empty());
+    // Closed at once, nothing sent: one connection.
+    thread::sleep(Duration::from_millis(100));
+    assert_eq!(count.load(Ordering::SeqCst), 1);
+    let start = &out.json()[0];
+    assert_eq!(start["command"][0], format!("tcp://{target}"));
+}
+
+#[test]
+fn a_refused_port_is_retried_and_exits_7() {
+    let target = format!("127.0.0.1:{}", free_port());
+    let out = retry(args(&["--max=3", "--tcp", &target])).run();
+    out.expect_code(7);
+    let d = done(&out);
+    assert_eq!(d["attempts"], 3);
+    let reason = d["reason"].as_str().unwrap();
+    assert!(reason.contains("could not connect"), "{reason}");
+    assert!(reason.contains(&target), "{reason}");
+}
+
+#[test]
+fn a_port_that_opens_later_is_waited_for() {
+    let port = free_port();
+    let target = format!("127.0.0.1:{port}");
+    let running = retry(args(&[
+        "--max-time",
+        "30s",
+        "--cap",
+        "200ms",
+        "--tcp",
+        &target,
+    ]))
+    .spawn();
+    thread::sleep(Duration::from_millis(700));
+    let listener = TcpListener::bind(("127.0.0.1", port)).expect("the port is still free");
+    let out = running.wait();
+    drop(listener);
+    out.expect_code(0);
+    assert!(done(&out)["attempts"].as_u64().unwrap() >= 2);
+}
+
+#[test]
+fn every_target_must_accept_and_one_that_did_is_not_probed_again() {
+    let (up, count) = counting("127.0.0.1:0");
+    let later = free_port();
+    let running = retry(args(&[
+        "--max-time",
+        "30s",
+        "--cap",
+        "200ms",
+        "--tcp",
+        &up.to_string(),
+        "--tcp",
+        &format!("127.0.0.1:{later}"),
+    ]))
+    .spawn();
+    thread::sleep(Duration::from_millis(800));
+    let listener = TcpListener::bind(("127.0.0.1", later)).expect("the port is still free");
+    let out = running.wait();
+    drop(listener);
+    out.expect_code(0);
+    assert!(done(&out)["attempts"].as_u64().unwrap() >= 2);
+    thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        count.load(Ordering::SeqCst),
+        1,
+        "the first target was probed again"
+    );
+}
+
+#[test]
+fn an_ipv6_literal_is_probed_on_its_own_address() {
+    let listener = match TcpListener::bind("[::1]:0") {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("SKIPPED: no IPv6 loopback here ({e})");
+            return;
+        }
+    };
+    let port = listener.local_addr().unwrap().port();
+    let out = retry(args(&["--max=1", "--tcp", &format!("[::1]:{port}")])).run();
+    out.expect_code(0);
+    drop(listener);
+    let out = retry(args(&["--max=1", "--tcp", &format!("[::1]:{port}")])).run();
+    out.expect_code(7);
+    assert!(done(&out)["reason"].as_str().unwrap().contains("[::1]"));
+}
+
+#[test]
+fn a_silent_target_times_out_by_connect_timeout_with_28() {
+    // A listener whose queue is full: the kernel drops further SYNs, so a
+    // connect waits until it gives up.
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+    socket
+        .bind(&"127.0.0.1:0".parse::<SocketAddr>().unwrap().into())
+        .unwrap();
+    socket.listen(0).unwrap();
+    let addr = socket.local_addr().unwrap().as_socket().unwrap();
+    let mut queued = Vec::new();
+    loop {
+        match TcpStream::connect_timeout(&addr, Duration::from_millis(300)) {
+            Ok(c) => queued.push(c),
+            Err(_) => break,
+        }
+        assert!(queued.len() < 1000, "the queue never filled");
+    }
+    let out = retry(args(&[
+        "--max=2",
+        "--connect-timeout",
+        "300ms",
+        "--tcp",
+        &addr.to_string(),
+    ]))
+    .run();
+    out.expect_code(28);
+    let d = done(&out);
+    assert_eq!(d["attempts"], 2);
+    assert!(
+        d["reason"].as_str().unwrap().contains("connect timed out"),
+        "{d}"
+    );
+    let attempt = out
+        .json()
+        .into_iter()
+        .find(|e| e["event"] == "attempt")
+        .unwrap();
+    assert_eq!(attempt["outcome"], "timeout");
+    // --timeout bounds the attempt as a whole, --max-time the run.
+    let out = retry(args(&[
+        "--max=1",
+        "--max-time",
+        "400ms",
+        "--tcp",
+        &addr.to_string(),
+    ]))
+    .run();
+    out.expect_code(28);
+    assert!(out.elapsed < Duration::from_secs(5), "{:?}", out.elapsed);
+    drop(queued);
+}
+
+/// Runs `retry ARGS` in a private mount namespace where /etc/hosts is
+/// `hosts` and the DNS server (127.0.0.1, where nothing answers on port 53)
+/// fails at once. None, after saying why, where that cannot be made.
+fn with_hosts(hosts: &str, args: &[&str]) -> Option<Outcome> {
+    let dir = scratch();
+    let hosts_file = dir.path().join("hosts");
+    let resolv = dir.path().join("resolv.conf");
+    std::fs::write(&hosts_file, hosts).unwrap();
+    std::fs::write(
+        &resolv,
+        "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
+    )
+    .unwrap();
+    let script = r#"hosts=$1; resolv=$2; shift 2
+mount --bind "$hosts" /etc/hosts || exit 97
+mount --bind "$resolv" /etc/resolv.conf || exit 98
+exec "$@""#;
+    let mut all = vec!["--mount", "--", "sh", "-c", script, "sh"];
+    let hosts_arg = crate::util::path_str(&hosts_file);
+    let resolv_arg = crate::util::path_str(&resolv);
+    let bin = crate::util::path_str(crate::util::bin());
+    all.extend([hosts_arg.as_str(), resolv_arg.as_str(), bin.as_str()]);
+    all.extend_from_slice(args);
+    let out = std::process::Command::new("unshare")
+        .args(&all)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .output()
+        .expect("unshare (util-linux)");
+    let code = out.status.code().unwrap_or(-1);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    if (code == 1 && stderr.contains("unshare")) || code == 97 || code == 98 {
+        eprintln!("SKIPPED: cannot make a private mount namespace here: {stderr}");
+        return None;
+    }
+    Some(Outcome::from_output(out))
+}
+
+#[test]
+fn a_name_with_several_addresses_is_tried_on_each() {
+    // db.test has two addresses; only one listens, first the one, then the
+    // other. Whatever order the resolver gives them in, one of the two runs
+    // must get past a refusal to succeed.
+    let hosts = "127.0.0.1 db.test\n127.0.0.2 db.test\n";
+    for listening in ["127.0.0.1", "127.0.0.2"] {
+        let Ok(listener) = TcpListener::bind((listening, 0)) else {
+            eprintln!("SKIPPED: cannot listen on {listening}");
+            return;
+        };
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let (_, count) = counting(&format!("{listening}:{port}"));
+        let target = format!("db.test:{port}");
+        let Some(out) = with_hosts(hosts, &args(&["--max=1", "--tcp", &target])) else {
+            return;
+        };
+        out.expect_code(0);
+        thread::sleep(Duration::from_millis(100));
+        assert_eq!(count.load(Ordering::SeqCst), 1, "{listening}");
+    }
+    // No address accepts: the name and the address tried last are named.
+    let free = free_port();
+    let Some(out) = with_hosts(
+        hosts,
+        &args(&["--max=1", "--tcp", &format!("db.test:{free}")]),
+    ) else {
+        return;
+    };
+    out.expect_code(7);
+    let reason = done(&out)["reason"].as_str().unwrap().to_string();
+    assert!(
+        reason.contains(&format!("db.test:{free} (127.0.0.")),
+        "{reason}"
+    );
+}
+
+#[test]
+fn a_name_that_does_not_resolve_is_retried_and_exits_6() {
+    let Some(out) = with_hosts(
+        "127.0.0.1 localhost\n",
+        &args(&["--max=2", "--tcp", "nowhere.test:5432"]),
+    ) else {
+        return;
+    };
+    out.expect_code(6);
+    let d = done(&out);
+    assert_eq!(d["attempts"], 2);
+    assert!(d["reason"].as_str().unwrap().contains("DNS failure"), "{d}");
+}
+
+#[test]
+fn dry_run_shows_the_targets() {
+    let out = retry([
+        "--dry-run",
+        "--max=2",
+        "--seed=1",
+        "--tcp",
+        "db:5432",
+        "--tcp",
+        "[::1]:6379",
+    ])
+    .run();
+    out.expect_code(0);
+    assert!(
+        out.stdout_text()
+            .contains("command: tcp://db:5432 'tcp://[::1]:6379'"),
+        "{}",
+        out.stdout_text()
+    );
+}
+
+#[test]
+fn shared_state_applies_to_tcp_mode() {
+    let store = scratch();
+    let target = format!("127.0.0.1:{}", free_port());
+    let state = crate::util::path_str(store.path());
+    for _ in 0..2 {
+        retry([
+            "-q",
+            "--max=1",
+            "--group",
+            "db",
+            "--state",
+            &state,
+            "--breaker",
+            "2:1m",
+            "--tcp",
+            &target,
+        ])
+        .run()
+        .expect_code(7);
+    }
+    // Two failed runs opened the breaker: the third is refused unprobed.
+    let out = retry([
+        "--max=1",
+        "--group",
+        "db",
+        "--state",
+        &state,
+        "--breaker",
+        "2:1m",
+        "--tcp",
+        &target,
+    ])
+    .run();
+    out.expect_code(75);
+}
+
+#[test]
+fn bad_targets_and_mixed_modes_are_usage_errors() {
+    for bad in ["db", "db:0", "db:99999", "::1:6379", "[db]:1", "db:x"] {
+        let out = retry(["--tcp", bad]).run();
+        out.expect_code(2);
+        let err = out.stderr_text();
+        assert!(err.contains("--tcp") && err.contains(bad), "{err}");
+        assert!(err.contains("HOST:PORT"), "{err}");
+    }
+    for (extra, names) in [
+        (&["--", "true"][..], "COMMAND"),
+        (&["--http", "http://127.0.0.1:9/"], "--http"),
+        (&["--expect", "200"], "--expect"),
+        (&["--retry-on", "1"], "--retry-on"),
+        (
+            &["--timeout", "1s", "--stop-signal", "INT"],
+            "--stop-signal",
+        ),
+        (&["--idle-timeout", "1s"], "--idle-timeout"),
+    ] {
+        let mut all = vec!["--tcp", "127.0.0.1:9"];
+        all.extend_from_slice(extra);
+        let out = retry(&all).run();
+        out.expect_code(2);
+        assert!(
+            out.stderr_text().contains(names),
+            "{extra:?}: {}",
+            out.stderr_text()
+        );
+    }
+    // --connect-timeout is TCP mode's as much as HTTP mode's.
+    let out = retry(["--tcp", "127.0.0.1:9", "--connect-timeout", "0"]).run();
+    out.expect_code(2);
+    assert!(out.stderr_text().contains("--connect-timeout"));
+}
