@@ -32,8 +32,10 @@ Examples:
     retry --max 10 --cap 5s -- curl -fsS http://localhost:8080/health
   A flaky CI step, each attempt limited to 10 minutes:
     retry --max 3 --timeout 10m -- make integration-test
-  A cron job that gives up within five minutes and never retries a bad config (exit 78):
-    retry --max-time 5m --stop-on 78 -- /usr/local/bin/sync-mirror
+  A cron job that prints nothing unless it fails, and never retries a bad config (exit 78):
+    retry --hold-output -q --max-time 5m --stop-on 78 -- /usr/local/bin/sync-mirror
+  Wait up to a minute for a database port, then migrate:
+    retry --max-time 1m --tcp db:5432 && ./migrate.sh
   Preview the delays a policy produces, without running anything:
     retry --dry-run --max 6 --base 500ms --jitter decorrelated --seed 7
 ";
@@ -43,7 +45,9 @@ Environment:
   Options marked [env: NAME] may be set by environment variables; a flag on the
   command line wins over the environment, and an empty variable counts as unset.
   COMMAND receives RETRY_ATTEMPT, RETRY_MAX_ATTEMPTS, RETRY_PREVIOUS_EXIT and
-  RETRY_DEPTH. NO_COLOR turns colour off; GITHUB_ACTIONS=true turns on annotations.
+  RETRY_DEPTH; the hooks receive RETRY_ATTEMPT, RETRY_EXIT_CODE and
+  RETRY_NEXT_DELAY_MS. --hold-output holds output in $TMPDIR (default /tmp).
+  NO_COLOR turns colour off; GITHUB_ACTIONS=true turns on annotations.
   HTTP mode trusts the system's CA certificates, or those in SSL_CERT_FILE and
   SSL_CERT_DIR when set; proxies come from HTTP_PROXY, HTTPS_PROXY and NO_PROXY.";
 

@@ -60,7 +60,7 @@ pub const TABLE: &[Row] = &[
     ),
     row(
         "124",
-        "command mode: the last attempt was stopped by --timeout or --max-time",
+        "command mode: the last attempt was stopped by --timeout, --idle-timeout or --max-time",
     ),
     row("126", "COMMAND is not executable (never retried)"),
     row("127", "COMMAND was not found (never retried)"),
@@ -84,10 +84,10 @@ pub const TABLE: &[Row] = &[
         "75",
         "the group's circuit breaker is open (--breaker): COMMAND was not run",
     ),
-    row("6", "HTTP mode: the host name did not resolve"),
+    row("6", "HTTP and TCP mode: the host name did not resolve"),
     row(
         "7",
-        "HTTP mode: could not connect, or the connection broke before a response",
+        "HTTP and TCP mode: could not connect (TCP: a target refused or was unreachable), or the connection broke before a response",
     ),
     row("18", "HTTP mode: the response body was cut short"),
     row(
@@ -100,7 +100,7 @@ pub const TABLE: &[Row] = &[
     ),
     row(
         "28",
-        "HTTP mode: timed out (--timeout, --connect-timeout or --max-time)",
+        "HTTP and TCP mode: timed out (--timeout, --connect-timeout or --max-time)",
     ),
     row("35", "HTTP mode: TLS handshake or certificate failure"),
 ];

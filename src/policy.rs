@@ -307,7 +307,7 @@ fn duration(
         Ok(Dur::Infinite) => Err(invalid(
             &name,
             s,
-            "a finite duration (inf is accepted only by --timeout and --max-time)",
+            "a finite duration (inf is accepted only by --timeout, --idle-timeout and --max-time)",
         )),
         Err(DurError::Negative) => Err(UsageError(format!(
             "invalid value '{}' for {name}: a duration cannot be negative; expected {form}",

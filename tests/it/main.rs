@@ -4,6 +4,7 @@ mod architecture;
 mod core;
 mod docs;
 mod dry_run;
+mod examples;
 mod forever;
 mod hold;
 mod hooks;
