@@ -183,7 +183,12 @@ impl Config {
             ..s
         });
         if sim.is_some() {
-            sim::exclusive(&cli, request.is_some() || tcp.is_some(), state.show)?;
+            if tcp.is_some() {
+                return Err(UsageError(
+                    "--simulate runs nothing real: it cannot be combined with --tcp".to_string(),
+                ));
+            }
+            sim::exclusive(&cli, request.is_some(), state.show)?;
         }
         let process = process::options(&cli, &names, stop_signal, output)?;
         let (on_retry, on_give_up) = process::hooks(&cli, &process)?;

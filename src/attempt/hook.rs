@@ -50,8 +50,9 @@ impl Call {
             ),
             (
                 "RETRY_NEXT_DELAY_MS",
+                // Rounded as the log shows it.
                 self.next_delay
-                    .map(|d| d.as_millis().to_string())
+                    .map(|d| crate::human::round_ms(d).as_millis().to_string())
                     .unwrap_or_default(),
             ),
         ]
@@ -145,7 +146,7 @@ mod tests {
         let call = Call {
             attempt: 2,
             exit_code: None,
-            next_delay: Some(Duration::from_micros(1_500_700)),
+            next_delay: Some(Duration::from_micros(1_499_700)),
         };
         assert_eq!(
             call.env(),

@@ -364,6 +364,7 @@ fn bad_targets_and_mixed_modes_are_usage_errors() {
             "--stop-signal",
         ),
         (&["--idle-timeout", "1s"], "--idle-timeout"),
+        (&["--simulate", "3", "--outage", "1s"], "--tcp"),
     ] {
         let mut all = vec!["--tcp", "127.0.0.1:9"];
         all.extend_from_slice(extra);
