@@ -164,11 +164,12 @@ impl<'t> HttpAttempt<'t> {
         // Only a GET's body is resumed, and only into a file.
         let resumable = self.method == Method::GET && matches!(self.sink, Sink::File(_));
         loop {
+            let held = self.sink.held();
             let ranged = self
                 .partial
                 .clone()
-                .filter(|_| resumable)
-                .map(|p| (self.sink.held(), p));
+                .filter(|_| resumable && held > 0)
+                .map(|p| (held, p));
             if let Some((held, _)) = &ranged {
                 self.notes
                     .push(format!("asking for the rest of the body, from byte {held}"));
