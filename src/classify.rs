@@ -45,6 +45,22 @@ pub enum Status {
 }
 
 impl Status {
+    /// Whether `--max-time` stopped the attempt: the run's end is then the
+    /// deadline, in command and HTTP mode alike.
+    pub fn stopped_by_deadline(&self) -> bool {
+        matches!(
+            self,
+            Status::TimedOut {
+                limit: Limit::Deadline,
+                ..
+            } | Status::Net {
+                failure: NetFailure::TimedOut(Limit::Deadline)
+                    | NetFailure::TimedOutAfterOutput(Limit::Deadline),
+                ..
+            }
+        )
+    }
+
     /// The wait the server asked for, if the attempt got one.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
@@ -71,7 +87,8 @@ pub enum Limit {
     Attempt,
     /// `--max-time`, the overall deadline.
     Deadline,
-    /// `--idle-timeout`: nothing written (command mode) for that long.
+    /// `--idle-timeout`: nothing came (HTTP mode), or nothing was written
+    /// (a COMMAND), for that long.
     Idle,
 }
 
@@ -282,7 +299,7 @@ impl fmt::Display for Status {
             Status::Http { code, retry_after } => {
                 write!(f, "HTTP {code}")?;
                 if let Some(wait) = retry_after {
-                    write!(f, ", Retry-After {}", crate::human::human(*wait))?;
+                    write!(f, ", Retry-After {}", crate::human::asked_wait(*wait))?;
                 }
                 Ok(())
             }

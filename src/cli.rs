@@ -179,11 +179,13 @@ pub struct Cli {
     )]
     pub timeout: Option<String>,
 
-    /// Stop an attempt that writes nothing to stdout or stderr for DUR, as --timeout does
-    /// [default: off; 0 or inf: off]
+    /// Stop an attempt after DUR without progress: no byte received (HTTP mode), or nothing
+    /// written to stdout or stderr by COMMAND (0 or inf: none) [default: 30s in HTTP mode, none
+    /// for a COMMAND]
     ///
-    /// A command that keeps talking (a long build) is never stopped by it. Its output then
-    /// passes through retry, unchanged and as it comes, as with the output patterns.
+    /// The attempt is stopped as --timeout stops one. A command that keeps talking (a long
+    /// build) is never stopped by it; its output then passes through retry, unchanged and as it
+    /// comes, as with the output patterns.
     #[arg(
         long,
         value_name = "DUR",

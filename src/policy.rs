@@ -47,7 +47,8 @@ fn invalid(flag: &str, value: &str, expected: &str) -> UsageError {
         return missing_value(flag, value, expected);
     }
     UsageError(format!(
-        "invalid value '{value}' for {flag}: expected {expected}"
+        "invalid value '{}' for {flag}: expected {expected}",
+        crate::human::escape_controls(value)
     ))
 }
 
@@ -65,7 +66,7 @@ fn looks_like_an_option(value: &str) -> bool {
 fn missing_value(flag: &str, value: &str, expected: &str) -> UsageError {
     UsageError(format!(
         "{flag} needs a value, not '{}': expected {expected}",
-        value.trim()
+        crate::human::escape_controls(value.trim())
     ))
 }
 
@@ -190,7 +191,7 @@ impl Config {
             }
             sim::exclusive(&cli, request.is_some(), state.show)?;
         }
-        let process = process::options(&cli, &names, stop_signal, output)?;
+        let process = process::options(&cli, &names, stop_signal, output, policy.idle_timeout)?;
         let (on_retry, on_give_up) = process::hooks(&cli, &process)?;
         if sim.is_some() && (on_retry.is_some() || on_give_up.is_some()) {
             let flag = if on_retry.is_some() {

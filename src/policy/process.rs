@@ -39,12 +39,14 @@ pub(super) fn output(cli: &Cli) -> Result<Option<Patterns>, UsageError> {
         })
 }
 
-/// The process options, given the stop signal and patterns already checked.
+/// The process options, given the stop signal, patterns and idle limit
+/// already checked (the idle limit is the policy's: HTTP mode has it too).
 pub(super) fn options(
     cli: &Cli,
     names: &Names,
     stop_signal: i32,
     output: Option<Patterns>,
+    idle_timeout: Option<Duration>,
 ) -> Result<ProcessOptions, UsageError> {
     Ok(ProcessOptions {
         stop_signal,
@@ -59,15 +61,7 @@ pub(super) fn options(
         foreground: cli.foreground,
         replay_stdin: cli.replay_stdin,
         output,
-        // 0 and inf mean "none", as for --timeout.
-        idle_timeout: duration(
-            names,
-            "idle_timeout",
-            "--idle-timeout",
-            cli.idle_timeout.as_deref(),
-            Inf::NoLimit,
-        )?
-        .filter(|d| !d.is_zero()),
+        idle_timeout,
         hold: cli.hold_output.then(Held::default),
     })
 }
@@ -104,19 +98,12 @@ pub(super) fn hooks(
 
 /// The process flags given on the command line, by name: none of them has
 /// any effect where no process runs (`--http`, `--simulate`).
-pub(super) fn given(cli: &Cli) -> [(&'static str, bool); 6] {
+pub(super) fn given(cli: &Cli) -> [(&'static str, bool); 5] {
     [
         ("--stop-signal", cli.stop_signal.is_some()),
         ("--kill-after", cli.kill_after.is_some()),
         ("--foreground", cli.foreground),
         ("--replay-stdin", cli.replay_stdin),
         ("--hold-output", cli.hold_output),
-        // A COMMAND's silence; where no process runs it means nothing.
-        // RETRY_IDLE_TIMEOUT set for the user's commands does not stand in
-        // the way; the flag given does.
-        (
-            "--idle-timeout",
-            cli.idle_timeout.is_some() && !cli.from_env.iter().any(|(id, _)| id == "idle_timeout"),
-        ),
     ]
 }

@@ -109,6 +109,12 @@ fn exclusive(cli: &Cli) -> Result<(), UsageError> {
     }
     let process = [
         ("--restart-on-success", cli.restart_on_success),
+        // RETRY_IDLE_TIMEOUT set for commands and HTTP does not stand in
+        // the way; the flag given does.
+        (
+            "--idle-timeout",
+            cli.idle_timeout.is_some() && !cli.from_env.iter().any(|(id, _)| id == "idle_timeout"),
+        ),
         ("--retry-if-output", !cli.retry_if_output.is_empty()),
         ("--stop-if-output", !cli.stop_if_output.is_empty()),
     ];
