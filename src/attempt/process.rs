@@ -8,9 +8,11 @@
 //! reaped, so no zombie holds cleanup up. The child dies with retry, even
 //! when retry is killed with SIGKILL. On a terminal the attempt's group gets
 //! the foreground while it runs (see `terminal`). stdout and stderr are
-//! inherited: the child writes to them directly, unless output patterns are
-//! given; then they pass through the `output` pump, which is stopped once
-//! the group has been cleaned up.
+//! inherited: the child writes to them directly, unless output patterns,
+//! `--hold-output` or `--idle-timeout` are given; then they pass through the
+//! `output` pump, which is stopped once the group has been cleaned up, and
+//! the idle limit is kept from the pump's last byte. Hooks (`hook`) run
+//! through the same supervision.
 
 use std::ffi::{OsStr, OsString};
 use std::io;
