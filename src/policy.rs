@@ -18,6 +18,7 @@ use crate::retry_policy::Policy;
 mod duration;
 mod http;
 mod log;
+mod monitor;
 mod process;
 mod retries;
 mod sim;
@@ -174,6 +175,7 @@ impl Config {
         }
         let command = std::mem::take(&mut cli.command);
         let mode = mode(command, cli.dry_run, request, sim, state.show)?;
+        let finish = monitor::options(&cli, &names, &mode, state.show)?;
         Ok(Config {
             mode,
             policy,
@@ -182,7 +184,7 @@ impl Config {
             nesting,
             warn_nested: nested && !nested_single,
             state,
-            finish: FinishOptions::default(),
+            finish,
         })
     }
 }

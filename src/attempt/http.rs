@@ -9,7 +9,7 @@
 //! body of a response that is not accepted is discarded unread.
 
 pub mod request;
-mod tls;
+pub mod tls;
 
 use std::io::{Seek, Write};
 use std::path::PathBuf;
