@@ -102,7 +102,16 @@ fn run_main() -> u8 {
         Mode::Simulate { sim } => {
             return sim::cmd::main(&config, sim, seed, || rng::seeded(seed));
         }
-        Mode::Run { command } => command.clone(),
+        Mode::Run { command } => {
+            if std::env::var_os("RETRY_PING").is_some() {
+                // The heartbeat check belongs to this run: a retry inside
+                // COMMAND must not ping it too.
+                // SAFETY: no other thread exists yet (the runtime and the
+                // log start later), so nothing reads the environment meanwhile.
+                unsafe { std::env::remove_var("RETRY_PING") };
+            }
+            command.clone()
+        }
         Mode::Http { request } => return probe::main(&config, request, started, seed, &mut rng),
     };
 

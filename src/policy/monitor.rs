@@ -182,3 +182,54 @@ fn ping(cli: &Cli, names: &Names) -> Result<Option<PingOptions>, UsageError> {
         log: m.ping_log,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::Cli;
+    use crate::policy::{Config, Nesting};
+
+    fn metrics(args: &[&str]) -> crate::finish::metrics::MetricsOptions {
+        let mut argv = vec!["retry", "--metrics-file", "m.prom"];
+        argv.extend_from_slice(args);
+        let config = Config::from_cli(Cli::parse_from(argv), Nesting::default()).expect("valid");
+        config.finish.metrics.expect("metrics options")
+    }
+
+    #[test]
+    fn the_job_is_the_flag_the_group_the_command_or_http() {
+        assert_eq!(
+            metrics(&["--", "/usr/local/bin/backup", "-x"]).job,
+            "backup"
+        );
+        assert_eq!(
+            metrics(&["--group", "nightly", "--", "/usr/local/bin/backup"]).job,
+            "nightly"
+        );
+        assert_eq!(
+            metrics(&["--metrics-job", "db", "--group", "g", "--", "x"]).job,
+            "db"
+        );
+        assert_eq!(metrics(&["--http", "http://127.0.0.1:1/"]).job, "http");
+    }
+
+    #[test]
+    fn labels_keep_their_order_and_values_may_hold_anything() {
+        let m = metrics(&[
+            "--metrics-label",
+            "instance=db-1",
+            "--metrics-label",
+            "path=/var/x=y \"q\"",
+            "--",
+            "true",
+        ]);
+        assert_eq!(
+            m.labels,
+            [
+                ("instance".to_string(), "db-1".to_string()),
+                ("path".to_string(), "/var/x=y \"q\"".to_string())
+            ]
+        );
+    }
+}

@@ -303,3 +303,14 @@ fn the_ping_url_never_reaches_a_log() {
         out.stderr_text()
     );
 }
+
+#[test]
+fn the_command_does_not_inherit_retry_ping() {
+    let hb = ok();
+    let out = retry_sh(&["-q"], "echo \"${RETRY_PING-unset} $RETRY_DEPTH\"")
+        .env("RETRY_PING", hb.url(CHECK))
+        .run();
+    out.expect_code(0);
+    assert_eq!(out.stdout_text(), "unset 1\n");
+    assert_eq!(hb.seen().len(), 2, "{:?}", hb.lines());
+}
