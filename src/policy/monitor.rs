@@ -61,6 +61,8 @@ pub(super) fn options(
 
 fn metrics(cli: &Cli, mode: &Mode) -> Result<Option<MetricsOptions>, UsageError> {
     let m = &cli.monitor;
+    // Every value is judged first: a flag that took the next word as its
+    // value is named as such, whatever else is missing.
     if let Some(file) = &m.metrics_file {
         path_arg(
             "--metrics-file",
@@ -69,29 +71,7 @@ fn metrics(cli: &Cli, mode: &Mode) -> Result<Option<MetricsOptions>, UsageError>
         )?;
     }
     let push = m.metrics_push.as_deref().map(push_url).transpose()?;
-    if m.metrics_file.is_none() && push.is_none() {
-        let unused = [
-            ("--metrics-job", m.metrics_job.is_some()),
-            ("--metrics-label", !m.metrics_label.is_empty()),
-        ];
-        if let Some((flag, _)) = unused.iter().find(|(_, on)| *on) {
-            return Err(UsageError(format!(
-                "{flag} applies to the metrics of --metrics-file or --metrics-push: give one of them"
-            )));
-        }
-        return Ok(None);
-    }
-    let job = match &m.metrics_job {
-        Some(j) if j.trim().is_empty() => {
-            return Err(super::invalid(
-                "--metrics-job",
-                j,
-                "a job name that is not empty, such as backup",
-            ));
-        }
-        Some(j) => j.clone(),
-        None => default_job(cli, mode),
-    };
+    let job = m.metrics_job.as_deref().map(job_name).transpose()?;
     let mut labels: Vec<(String, String)> = Vec::with_capacity(m.metrics_label.len());
     for pair in &m.metrics_label {
         let (key, value) = label(pair)?;
@@ -102,12 +82,34 @@ fn metrics(cli: &Cli, mode: &Mode) -> Result<Option<MetricsOptions>, UsageError>
         }
         labels.push((key, value));
     }
+    if m.metrics_file.is_none() && push.is_none() {
+        let unused = [
+            ("--metrics-job", job.is_some()),
+            ("--metrics-label", !labels.is_empty()),
+        ];
+        if let Some((flag, _)) = unused.iter().find(|(_, on)| *on) {
+            return Err(UsageError(format!(
+                "{flag} applies to the metrics of --metrics-file or --metrics-push: give one of them"
+            )));
+        }
+        return Ok(None);
+    }
     Ok(Some(MetricsOptions {
         file: m.metrics_file.clone(),
         push,
-        job,
+        job: job.unwrap_or_else(|| default_job(cli, mode)),
         labels,
     }))
+}
+
+/// `--metrics-job`'s value: not empty, and not starting with '-' (most
+/// likely the next option, taken as the value).
+fn job_name(j: &str) -> Result<String, UsageError> {
+    const FORM: &str = "a job name, such as backup (not empty, not starting with '-')";
+    if j.trim().is_empty() || j.starts_with('-') {
+        return Err(super::invalid("--metrics-job", j, FORM));
+    }
+    Ok(j.to_string())
 }
 
 /// The job when `--metrics-job` is not given: the group, else the
@@ -149,6 +151,12 @@ fn web_url(s: &str, shown: &str, flag: &str, form: &str) -> Result<Url, UsageErr
     if super::looks_like_an_option(s) {
         return Err(super::missing_value(flag, s, form));
     }
+    // Not a URL, and no secret either: shown as it is.
+    let shown = if s.trim_start().starts_with('-') {
+        s
+    } else {
+        shown
+    };
     let url = Url::parse(s.trim()).map_err(|_| super::invalid(flag, shown, form))?;
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
         return Err(super::invalid(flag, shown, form));
