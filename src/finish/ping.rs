@@ -5,8 +5,9 @@
 //! it gives up, is refused or is interrupted. Never once per attempt: a
 //! failure that recovered raises no alarm.
 //!
-//! The start ping goes out in the background, so a slow monitor never
-//! delays the command; the final ping waits for it, so the monitor never
+//! The first attempt waits for the start ping's answer [`START_WAIT`] at
+//! most; a slower monitor gets it in the background, so it never holds the
+//! command up longer. The final ping waits for it, so the monitor never
 //! hears "started" after "done". Each ping is tried up to [`TRIES`] times,
 //! [`TRY_LIMIT`] each, with jittered pauses (10.5 s at most); a ping that
 //! fails costs one warning, never the exit status. The URL's path is the
@@ -44,6 +45,9 @@ pub const BODY_LIMIT: usize = 10_000;
 pub const TRIES: u32 = 3;
 /// The limit of one try, connection included.
 pub const TRY_LIMIT: Duration = Duration::from_secs(3);
+/// How long the first attempt waits for the start ping's answer.
+pub const START_WAIT: Duration = Duration::from_secs(1);
+
 /// Pauses between tries: 250-500 ms, then 500 ms-1 s. With the tries,
 /// a ping takes at most 10.5 s.
 const PAUSES: DelayPolicy = DelayPolicy {
@@ -53,11 +57,17 @@ const PAUSES: DelayPolicy = DelayPolicy {
     cap: Duration::from_secs(2),
 };
 
+/// The start ping: under way in the background, or over.
+enum Start {
+    Running(JoinHandle<Result<(), String>>),
+    Done(Result<(), String>),
+}
+
 pub struct Ping {
     url: Url,
     send_log: bool,
     client: Option<Client>,
-    start: Option<JoinHandle<Result<(), String>>>,
+    start: Option<Start>,
     tail: Option<Tail>,
 }
 
@@ -148,7 +158,12 @@ impl Output for Ping {
             match self.client() {
                 Ok(c) => {
                     let url = with_segment(&self.url, "start");
-                    self.start = Some(tokio::spawn(ping(c, url, None)));
+                    let mut running = tokio::spawn(ping(c, url, None));
+                    // Signals wait meanwhile: the attempt runner hears them.
+                    self.start = Some(match tokio::time::timeout(START_WAIT, &mut running).await {
+                        Ok(done) => Start::Done(done.unwrap_or_else(|e| Err(e.to_string()))),
+                        Err(_) => Start::Running(running),
+                    });
                 }
                 Err(why) => {
                     let message = format!("cannot ping {}: {why}", self.shown());
@@ -163,12 +178,17 @@ impl Output for Ping {
             let shown = self.shown();
             // The start ping has its own limit; a monitor that heard the end
             // first would take a late "start" for a new run.
-            if let Some(mut start) = self.start.take() {
-                let outcome = match client::unless_cut(&mut start, ctx).await {
-                    Some(r) => r.unwrap_or_else(|e| Err(e.to_string())),
-                    None => {
-                        start.abort();
-                        Err(client::cut_short(ctx))
+            if let Some(start) = self.start.take() {
+                let outcome = match start {
+                    Start::Done(r) => r,
+                    Start::Running(mut running) => {
+                        match client::unless_cut(&mut running, ctx).await {
+                            Some(r) => r.unwrap_or_else(|e| Err(e.to_string())),
+                            None => {
+                                running.abort();
+                                Err(client::cut_short(ctx))
+                            }
+                        }
                     }
                 };
                 match outcome {

@@ -104,7 +104,7 @@ fn a_gateway_that_is_down_costs_a_warning_and_never_the_status() {
             "{err}"
         );
         assert!(!err.contains("s3cret-pw"), "{err}");
-        assert!(out.elapsed < Duration::from_secs(2), "{:?}", out.elapsed);
+        assert!(out.elapsed < Duration::from_secs(3), "{:?}", out.elapsed);
     }
 }
 
@@ -122,7 +122,7 @@ fn a_gateway_that_never_answers_costs_about_two_seconds() {
     .run();
     out.expect_code(0);
     assert!(
-        out.elapsed >= Duration::from_secs(2) && out.elapsed < Duration::from_secs(4),
+        out.elapsed >= Duration::from_secs(2) && out.elapsed < Duration::from_secs(5),
         "{:?}",
         out.elapsed
     );

@@ -218,7 +218,7 @@ fn a_monitor_that_hangs_is_bounded_and_never_changes_the_status() {
     out.expect_code(5);
     // Three tries of 3 s with pauses: 10.5 s at most.
     assert!(
-        out.elapsed >= Duration::from_secs(9) && out.elapsed < Duration::from_secs(14),
+        out.elapsed >= Duration::from_secs(9) && out.elapsed < Duration::from_secs(16),
         "{:?}",
         out.elapsed
     );
@@ -258,10 +258,16 @@ fn a_second_signal_cuts_the_reporting_short() {
         assert!(std::time::Instant::now() < until, "{:?}", hb.lines());
         std::thread::sleep(Duration::from_millis(10));
     }
+    let second = std::time::Instant::now();
     running.signal(Signal::SIGINT);
     let out = running.wait();
     out.expect_code(130);
-    assert!(out.elapsed < Duration::from_secs(8), "{:?}", out.elapsed);
+    // Uncut, the hanging ping would hold retry for 10 s more.
+    assert!(
+        second.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        second.elapsed()
+    );
     assert!(
         out.stderr_text().contains("cut short by SIGINT"),
         "{}",
@@ -313,4 +319,73 @@ fn the_command_does_not_inherit_retry_ping() {
     out.expect_code(0);
     assert_eq!(out.stdout_text(), "unset 1\n");
     assert_eq!(hb.seen().len(), 2, "{:?}", hb.lines());
+}
+
+#[test]
+fn http_mode_pings_and_names_its_job_http() {
+    let hb = ok();
+    let dir = super::metrics_dir();
+    let file = dir.path().join("probe.prom");
+    let out = retry([
+        "--http",
+        &hb.url("/health"),
+        "--ping",
+        &hb.url(CHECK),
+        "--metrics-file",
+        &path_str(&file),
+    ])
+    .run();
+    out.expect_code(0);
+    assert_eq!(
+        hb.lines(),
+        [
+            format!("GET {CHECK}/start"),
+            "GET /health".to_string(),
+            format!("GET {CHECK}"),
+        ]
+    );
+    let text = super::read(&file);
+    assert_eq!(
+        super::sample(&text, "retry_last_run_success", "{job=\"http\"}"),
+        Some(1.0),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_start_ping_that_hangs_holds_the_command_a_second_at_most() {
+    let hb = Recorder::start(|seen, _| {
+        if seen.path.ends_with("/start") {
+            Answer::Hang
+        } else {
+            Answer::Status(200)
+        }
+    });
+    let dir = scratch();
+    let marker = dir.path().join("started");
+    let begun = std::time::Instant::now();
+    let running = retry_sh(
+        &["--ping", &hb.url(CHECK)],
+        &format!("touch {}", path_str(&marker)),
+    )
+    .spawn();
+    wait_for_file(&marker, Duration::from_secs(30));
+    // Synchronous, the start ping's three tries would take 10 s first.
+    assert!(
+        begun.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        begun.elapsed()
+    );
+    let out = running.wait();
+    out.expect_code(0);
+    // The final ping still comes after every try of the start ping.
+    let start = format!("GET {CHECK}/start");
+    let done = format!("GET {CHECK}");
+    assert_eq!(
+        hb.lines(),
+        [&start, &start, &start, &done].map(String::as_str)
+    );
+    let err = out.stderr_text();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("the start ping to http://127.0.0.1:"), "{err}");
 }
