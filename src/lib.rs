@@ -298,6 +298,23 @@ where
             cut: None,
         };
         outputs.started(&mut ctx).await;
+        // A signal that came while an output prepared (the start ping's
+        // answer is awaited a moment) starts no attempt.
+        if let Some(sig) = signals.interrupted() {
+            let exit_code = exit::from_signal(sig as i32);
+            let reason = format!(
+                "interrupted by {} before the first attempt",
+                classify::signal_name(sig as i32)
+            );
+            log.emit(&Event::Done {
+                end: event::End::Interrupted,
+                attempts: 0,
+                max: config.policy.max_attempts,
+                exit_code,
+                reason: &reason,
+            });
+            return Ended::early(exit_code, event::End::Interrupted);
+        }
     }
     log.emit(&Event::Start {
         command: shown,

@@ -389,3 +389,34 @@ fn a_start_ping_that_hangs_holds_the_command_a_second_at_most() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("the start ping to http://127.0.0.1:"), "{err}");
 }
+
+#[test]
+fn sigterm_while_the_start_ping_is_awaited_runs_nothing_and_pings_143() {
+    let hb = Recorder::start(|seen, _| {
+        if seen.path.ends_with("/start") {
+            Answer::Hang
+        } else {
+            Answer::Status(200)
+        }
+    });
+    let dir = scratch();
+    let marker = dir.path().join("ran");
+    let running = retry_sh(
+        &["--ping", &hb.url(CHECK)],
+        &format!("touch {}", path_str(&marker)),
+    )
+    .spawn();
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    while hb.seen().is_empty() {
+        assert!(std::time::Instant::now() < until, "no start ping");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    running.signal(Signal::SIGTERM);
+    let out = running.wait();
+    out.expect_code(143);
+    assert!(!marker.exists(), "the command ran after SIGTERM");
+    assert_eq!(
+        hb.lines().last().map(String::as_str),
+        Some(format!("GET {CHECK}/143").as_str())
+    );
+}
