@@ -177,6 +177,17 @@ pub struct Cli {
     )]
     pub timeout: Option<String>,
 
+    /// Stop an attempt after DUR without progress: no byte received (HTTP mode), or no output
+    /// from COMMAND (0 or inf: none) [default: 30s in HTTP mode, none for a COMMAND]
+    #[arg(
+        long,
+        value_name = "DUR",
+        env = "RETRY_IDLE_TIMEOUT",
+        allow_hyphen_values = true,
+        help_heading = "Policy"
+    )]
+    pub idle_timeout: Option<String>,
+
     /// An attempt that ran at least DUR before failing resets the backoff
     #[arg(
         long,

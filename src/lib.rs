@@ -27,6 +27,7 @@ pub mod signals;
 pub mod signame;
 pub mod sim;
 pub mod state;
+pub mod stdio;
 pub mod wait;
 
 use std::io::Write;
@@ -73,7 +74,8 @@ fn run_main() -> u8 {
     let config = match Config::from_cli(cli, nesting_from_env()) {
         Ok(c) => c,
         Err(e) => {
-            Logger::stderr().error(&e.0);
+            // One line, whatever a value echoed in it holds.
+            Logger::stderr().error(&human::escape_controls(&e.0));
             return exit::USAGE;
         }
     };
@@ -477,6 +479,20 @@ fn parse_args() -> Result<cli::Cli, clap::Error> {
         ));
     }
     let mut cli = cli::Cli::from_arg_matches(&matches)?;
+    // `-d` and `--data-binary` pieces are joined in command-line order.
+    let mut pieces: Vec<(usize, bool)> = ["data", "data_binary"]
+        .into_iter()
+        .enumerate()
+        .flat_map(|(i, id)| {
+            matches
+                .indices_of(id)
+                .into_iter()
+                .flatten()
+                .map(move |at| (at, i == 1))
+        })
+        .collect();
+    pieces.sort_unstable();
+    cli.http.data_order = pieces.into_iter().map(|(_, binary)| binary).collect();
     cli.from_env = command
         .get_arguments()
         .filter_map(|arg| {

@@ -20,7 +20,7 @@ const BODY_START: usize = 300;
 /// A client for retry's own short requests.
 pub fn build() -> Result<Client, String> {
     let tls = tls::client_config(Vec::new(), false)
-        .map_err(|e| format!("cannot set up TLS: {}", tls::explain(&e)))?;
+        .map_err(|e| format!("cannot set up TLS: {}", explain_tls(&e)))?;
     Client::builder()
         .retry(reqwest::retry::never())
         .user_agent(concat!("retry/", env!("CARGO_PKG_VERSION")))
@@ -132,7 +132,7 @@ fn describe(e: &reqwest::Error) -> String {
     let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = cur {
         if let Some(t) = err.downcast_ref::<rustls::Error>() {
-            return tls::explain(t);
+            return explain_tls(t);
         }
         cur = cause(err);
     }
@@ -142,6 +142,15 @@ fn describe(e: &reqwest::Error) -> String {
     } else {
         why
     }
+}
+
+/// A TLS failure in HTTP mode's words; `--cacert` is HTTP mode's alone,
+/// the system's trust (`SSL_CERT_FILE`) is what applies here.
+fn explain_tls(e: &rustls::Error) -> String {
+    tls::explain(e, false).replace(
+        "--cacert FILE adds a trust anchor",
+        "SSL_CERT_FILE adds trust anchors",
+    )
 }
 
 /// The next error down the chain, looking inside io::Errors (whose
