@@ -339,3 +339,43 @@ fn an_existing_file_is_replaced_whole_and_made_readable() {
     );
     assert!(!text.contains("garbage"));
 }
+
+#[test]
+fn a_run_the_state_store_stops_before_it_begins_is_reported_too() {
+    let dir = metrics_dir();
+    let file = dir.path().join("s.prom");
+    let hb = super::Recorder::start(|_, _| super::Answer::Status(200));
+    // A Redis store nobody listens on, required: 125 before the first attempt.
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let url = format!("redis://127.0.0.1:{port}/0");
+    let args = [
+        "--group",
+        "g",
+        "--state",
+        &url,
+        "--budget",
+        "--state-required",
+        "--metrics-file",
+        &path_str(&file),
+        "--ping",
+        &hb.url("/check"),
+    ];
+    retry_sh(&args, "true").run().expect_code(125);
+    let text = read(&file);
+    assert_eq!(
+        sample(&text, "retry_last_run_exit_code", "{job=\"g\"}"),
+        Some(125.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "retry_last_run_attempts", "{job=\"g\"}"),
+        Some(0.0)
+    );
+    assert_eq!(
+        hb.lines().last().map(String::as_str),
+        Some("GET /check/125")
+    );
+}
