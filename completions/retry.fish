@@ -58,6 +58,11 @@ complete -c retry -l pace -d 'Start the group\'s retries at no more than RATE, e
 complete -c retry -l pace-burst -d 'Retries of the group that may start at once under --pace [default: 1]' -r
 complete -c retry -l budget -d 'Stop retrying while the whole group fails: a shared retry budget [default: 100:0.1]' -r
 complete -c retry -l breaker -d 'After THRESHOLD failed runs in a row, refuse to run for COOLDOWN (exit 75) [default: 5:30s]' -r
+complete -c retry -l metrics-file -d 'Write the run\'s metrics to PATH for node_exporter\'s textfile collector' -r -F
+complete -c retry -l metrics-push -d 'Push the run\'s metrics to a Prometheus Pushgateway at URL, e.g. http://pushgateway:9091' -r
+complete -c retry -l metrics-job -d 'The metrics\' job label (Pushgateway: grouping key) [default: --group, else COMMAND\'s name, http or tcp]' -r
+complete -c retry -l metrics-label -d 'Add a label to the metrics (Pushgateway: a grouping key), e.g. instance=$(hostname); repeatable' -r
+complete -c retry -l ping -d 'Ping a heartbeat monitor at URL (healthchecks.io protocol)' -r
 complete -c retry -l color -d 'Colour retry\'s own log prefix and outcome words [default: auto]' -r -f -a "auto\t'decide from the surroundings'
 always\t''
 never\t''"
@@ -78,6 +83,7 @@ complete -c retry -l retry-non-idempotent -d 'Retry POST and PATCH even without 
 complete -c retry -l compare -d 'Simulate every jitter kind under the same policy and show them side by side'
 complete -c retry -l state-required -d 'Exit 125 when the state store cannot be used, instead of running without it'
 complete -c retry -l state-show -d 'Print the group\'s pace schedule, budget count and breaker state, and exit'
+complete -c retry -l ping-log -d 'Send a summary of the run (attempts, times, the log\'s last lines; masked, at most 10 KB) with the final ping'
 complete -c retry -l dry-run -d 'Print the delay schedule this policy produces and run nothing'
 complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retry -s V -l version -d 'Print version'

@@ -10,9 +10,11 @@ use std::path::PathBuf;
 use clap::{ArgAction, Parser, ValueEnum};
 
 mod http;
+mod monitor;
 mod sim;
 mod state;
 pub use http::HttpArgs;
+pub use monitor::MonitorArgs;
 pub use sim::{FormatArg, ModelArg, SimArgs};
 pub use state::StateArgs;
 
@@ -395,6 +397,9 @@ pub struct Cli {
 
     #[command(flatten)]
     pub state: StateArgs,
+
+    #[command(flatten)]
+    pub monitor: MonitorArgs,
 
     /// Colour retry's own log prefix and outcome words [default: auto]
     ///

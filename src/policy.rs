@@ -20,6 +20,7 @@ use crate::retry_policy::Policy;
 mod duration;
 mod http;
 mod log;
+mod monitor;
 mod process;
 mod retries;
 mod sim;
@@ -214,6 +215,7 @@ impl Config {
         let finish = FinishOptions {
             hold: process.hold.clone(),
             on_give_up,
+            ..monitor::options(&cli, &names, &mode, state.show)?
         };
         Ok(Config {
             mode,

@@ -33,6 +33,7 @@ impl Output for GiveUp {
         Box::pin(async move {
             if summary.exit_code == exit::SUCCESS
                 || summary.end == End::Interrupted
+                || ctx.cut.is_some()
                 || ctx.signals.interrupted().is_some()
             {
                 return;

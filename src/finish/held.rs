@@ -8,11 +8,10 @@
 
 use std::sync::Arc;
 
-use super::{Ctx, Output, RunSummary, Work};
+use super::{Ctx, Output, RunSummary, Work, client};
 use crate::attempt::hold::{Held, Spool};
 use crate::event::Event;
 use crate::exit;
-use crate::signals::is_terminating;
 
 /// Writes out what the last attempt held.
 pub struct HeldOutput {
@@ -35,10 +34,7 @@ impl Output for HeldOutput {
                 return;
             }
             let copy = tokio::task::spawn_blocking(move || write_out(&spool));
-            let written = tokio::select! {
-                done = copy => done.ok(),
-                () = async { while !is_terminating(ctx.signals.recv().await) {} } => None,
-            };
+            let written = client::unless_cut(copy, ctx).await.and_then(Result::ok);
             for warning in written.into_iter().flatten() {
                 ctx.log.emit(&Event::Warning { message: &warning });
             }

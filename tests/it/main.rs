@@ -11,6 +11,7 @@ mod hooks;
 mod http;
 mod idle;
 mod limits;
+mod monitor;
 mod output;
 mod process;
 mod pty;
