@@ -252,9 +252,7 @@ impl Attempt for ProcessAttempt {
             t.take_back_from(pid);
         }
         if let Target::Group(pgid) = target {
-            let left = self
-                .drain(pgid, stop.map(|(_, since)| since), ctx, signals)
-                .await;
+            let left = self.drain(pgid, stop, ctx, signals).await;
             if left > 0 {
                 let plural = if left == 1 { "" } else { "es" };
                 self.details.notes.push(format!(
@@ -366,13 +364,14 @@ impl ProcessAttempt {
 
     /// Stop whatever is left in the attempt's process group after its main
     /// process ended: the stop signal at once (unless the group already had
-    /// it, at `stopped_at`), KILL when the grace period is over. A deadline
-    /// or a second interrupt cuts the grace short. Returns how many
+    /// it, from a timeout), KILL when the grace period is over (counted from
+    /// the timeout or interrupt that stopped the attempt, if one did). A
+    /// deadline or a second interrupt cuts the grace short. Returns how many
     /// processes were left.
     async fn drain(
         &mut self,
         pgid: Pid,
-        stopped_at: Option<Instant>,
+        stop: Option<(Stop, Instant)>,
         ctx: &Context,
         signals: &mut Signals,
     ) -> usize {
@@ -382,15 +381,22 @@ impl ProcessAttempt {
         }
         let left = count_group(pgid).unwrap_or(1);
         let target = Target::Group(pgid);
-        let since = stopped_at.unwrap_or_else(|| {
-            target.stop(self.opts.stop_signal);
-            Instant::now()
-        });
+        // After an interrupt the group had only the forwarded signal, which
+        // a background job of a shell ignores (SIGINT, SIGQUIT): it gets the
+        // stop signal too, rather than waiting for KILL.
+        match stop {
+            Some((Stop::Interrupt(sig), _)) if sig as i32 != self.opts.stop_signal => {
+                target.stop(self.opts.stop_signal);
+            }
+            Some(_) => {}
+            None => target.stop(self.opts.stop_signal),
+        }
+        let since = stop.map_or_else(Instant::now, |(_, since)| since);
         let mut kill_at = since.checked_add(self.opts.kill_after);
         if let Some((deadline, Limit::Deadline)) = ctx.deadline {
             kill_at = Some(kill_at.map_or(deadline, |k| k.min(deadline)));
         }
-        let mut interrupted = stopped_at.is_some() && signals.interrupted().is_some();
+        let mut interrupted = stop.is_some() && signals.interrupted().is_some();
         let mut killed_at: Option<Instant> = None;
         while let Some(sigchld) = self.sigchld.as_mut() {
             let kill_wake = if killed_at.is_some() { None } else { kill_at };

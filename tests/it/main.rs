@@ -6,6 +6,7 @@ mod docs;
 mod dry_run;
 mod forever;
 mod http;
+mod leftovers;
 mod limits;
 mod output;
 mod process;
