@@ -27,6 +27,7 @@ pub mod signals;
 pub mod signame;
 pub mod sim;
 pub mod state;
+pub mod stdio;
 pub mod wait;
 
 use std::io::Write;
@@ -106,7 +107,8 @@ fn run_main() -> u8 {
     };
     // Read before any signal handler exists, so ^C while stdin is still
     // open ends retry the ordinary way, with nothing started.
-    let stdin = if config.process.replay_stdin {
+    // A stdin retry was given closed stays closed for every attempt.
+    let stdin = if config.process.replay_stdin && !stdio::closed_at_start()[0] {
         match StdinSource::capture(std::io::stdin().lock()) {
             Ok(s) => s,
             Err(e) => {

@@ -11,7 +11,10 @@ use rand::Rng;
 
 use crate::attempt::{Attempt, Context};
 use crate::backoff::Backoff;
-use crate::classify::{Limit, Status, Verdict, classify_with_output, explain_with_output};
+use crate::classify::{
+    Limit, Status, Verdict, classify_with_output, explain_reader_gone, explain_with_output,
+    with_reader_gone,
+};
 use crate::event::{End, Event, Sink, Wait};
 use crate::exit;
 use crate::human::{human, of_max};
@@ -127,7 +130,12 @@ where
         for note in &details.notes {
             log.emit(&Event::Note { message: note });
         }
-        let verdict = classify_with_output(&status, &details.output, &policy.rules);
+        let judged = classify_with_output(&status, &details.output, &policy.rules);
+        let verdict = if details.reader_gone {
+            with_reader_gone(judged)
+        } else {
+            judged
+        };
         previous_exit = Some(exit::code(&status, Verdict::Retryable));
 
         let finish = |end, reason: &str, log: &mut S, status: Status| {
@@ -195,6 +203,9 @@ where
                         End::Deadline,
                         "--max-time ran out during the attempt".to_string(),
                     ),
+                    _ if judged == Verdict::Retryable => {
+                        (End::Permanent, explain_reader_gone(&status))
+                    }
                     _ => (
                         End::Permanent,
                         explain_with_output(&status, &details.output, &policy.rules),

@@ -54,4 +54,7 @@ pub struct Details {
     pub notes: Vec<String>,
     /// What the output matched, with `--retry-if-output`/`--stop-if-output`.
     pub output: OutputMatch,
+    /// retry's own stdout is a pipe whose reader has gone: whatever another
+    /// attempt printed would go nowhere.
+    pub reader_gone: bool,
 }

@@ -31,6 +31,7 @@ use super::terminal::Terminal;
 use super::{Attempt, Context, Details};
 use crate::classify::{Limit, OutputMatch, Status};
 use crate::signals::{Signals, handled, is_terminating, sigpipe_ignored_at_start, suspend_self};
+use crate::stdio::{closed_at_start, stdout_reader_gone};
 
 /// How attempts are run as processes, as validated from the flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,15 +174,23 @@ impl Attempt for ProcessAttempt {
             },
         };
         let tty = self.terminal.as_ref().filter(|_| handed).map(Terminal::raw);
+        // A stream retry was given closed stays closed for the child: the
+        // output pump does not stand in for it.
+        let closed = closed_at_start();
         let spawned = spawn(&Spawn {
             program,
             args,
             env: &env,
             stdio: [
                 stdin.as_ref().map(AsRawFd::as_raw_fd),
-                ends.as_ref().map(|e| e.stdout.as_raw_fd()),
-                ends.as_ref().map(|e| e.stderr.as_raw_fd()),
+                ends.as_ref()
+                    .filter(|_| !closed[1])
+                    .map(|e| e.stdout.as_raw_fd()),
+                ends.as_ref()
+                    .filter(|_| !closed[2])
+                    .map(|e| e.stderr.as_raw_fd()),
             ],
+            closed,
             new_group: !foreground,
             terminal: tty,
             sigpipe_ignored: sigpipe_ignored_at_start(),
@@ -276,6 +285,10 @@ impl Attempt for ProcessAttempt {
             }
             self.details.output = output;
         }
+
+        // One poll: `retry -- producer | head` where the producer exits
+        // with a code of its own on EPIPE (Python's BrokenPipeError).
+        self.details.reader_gone = stdout_reader_gone();
 
         match (stop, ended) {
             (Some((Stop::Interrupt(sig), _)), _) => Status::Interrupted(sig as i32),

@@ -2,6 +2,7 @@
 
 mod architecture;
 mod core;
+mod descriptors;
 mod docs;
 mod dry_run;
 mod forever;
