@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use rand::Rng;
 
-use crate::attempt::{Attempt, Context};
+use crate::attempt::{Attempt, Context, Unready};
 use crate::backoff::Backoff;
 use crate::classify::{
     Limit, Status, Verdict, classify_with_output, explain_reader_gone, explain_with_output,
@@ -75,6 +75,13 @@ where
     let mut backoff = Backoff::new(policy.delay);
     let mut previous_exit = None;
     let mut number = 0u32;
+
+    // Before anything else: the attempts get ready (`--replay-stdin` reads
+    // stdin), under the deadline and signals; the breaker hears nothing of
+    // a run that ends here.
+    if let Err(why) = attempt.prepare(deadline, signals).await {
+        return unready(why, max, log);
+    }
 
     // Hook 1: the group's circuit breaker may refuse the whole run.
     match state.admit(log, signals, deadline).await {
@@ -352,6 +359,42 @@ fn stopped<S: Sink>(stop: Stop, attempts: u32, max: Option<u32>, log: &mut S) ->
         status,
         end,
         attempts,
+        exit_code,
+    }
+}
+
+/// The run ends before its first attempt: the attempts could not get ready.
+fn unready<S: Sink>(why: Unready, max: Option<u32>, log: &mut S) -> Finish {
+    let (end, status, reason) = match why {
+        Unready::Deadline(reason) => (
+            End::Deadline,
+            Status::TimedOut {
+                limit: Limit::Deadline,
+                after: Duration::ZERO,
+            },
+            reason,
+        ),
+        Unready::Interrupted(sig, reason) => {
+            (End::Interrupted, Status::Interrupted(sig as i32), reason)
+        }
+        Unready::Failed(reason) => (
+            End::Permanent,
+            Status::Exited(exit::INTERNAL.into()),
+            reason,
+        ),
+    };
+    let exit_code = exit::code(&status, Verdict::Permanent);
+    log.emit(&Event::Done {
+        end,
+        attempts: 0,
+        max,
+        exit_code,
+        reason: &reason,
+    });
+    Finish {
+        status,
+        end,
+        attempts: 0,
         exit_code,
     }
 }

@@ -26,9 +26,9 @@ use super::children::{Change, count_group, group_alive, reap};
 use super::output::Pump;
 use super::scan::Patterns;
 use super::spawn::{Spawn, spawn};
-use super::stdin::StdinSource;
+use super::stdin::{StdinSource, capture_stdin};
 use super::terminal::Terminal;
-use super::{Attempt, Context, Details};
+use super::{Attempt, Context, Details, Unready};
 use crate::classify::{Limit, OutputMatch, Status};
 use crate::signals::{Signals, handled, is_terminating, sigpipe_ignored_at_start, suspend_self};
 use crate::stdio::{closed_at_start, stdout_reader_gone};
@@ -41,6 +41,8 @@ pub struct ProcessOptions {
     pub kill_after: Duration,
     pub foreground: bool,
     pub replay_stdin: bool,
+    /// `--replay-stdin-max`: the most stdin is read for replay; None: no limit.
+    pub replay_max: Option<u64>,
     /// `--retry-if-output`/`--stop-if-output`: None leaves the child's
     /// output alone.
     pub output: Option<Patterns>,
@@ -64,12 +66,7 @@ pub struct ProcessAttempt {
 }
 
 impl ProcessAttempt {
-    pub fn new(
-        command: Vec<OsString>,
-        opts: ProcessOptions,
-        depth: u32,
-        stdin: StdinSource,
-    ) -> Self {
+    pub fn new(command: Vec<OsString>, opts: ProcessOptions, depth: u32) -> Self {
         // Whatever the attempts fork and abandon is reparented to retry, to
         // be reaped and stopped here rather than linger under init.
         let _ = nix::sys::prctl::set_child_subreaper(true);
@@ -82,7 +79,7 @@ impl ProcessAttempt {
             command,
             opts,
             depth,
-            stdin,
+            stdin: StdinSource::Inherit,
             terminal,
             sigchld: None,
             caught: handled(),
@@ -130,6 +127,19 @@ impl Target {
 }
 
 impl Attempt for ProcessAttempt {
+    /// `--replay-stdin`: read stdin (unless retry was given it closed: then
+    /// every attempt gets it closed).
+    async fn prepare(
+        &mut self,
+        deadline: Option<Instant>,
+        signals: &mut Signals,
+    ) -> Result<(), Unready> {
+        if self.opts.replay_stdin && !closed_at_start()[0] {
+            self.stdin = capture_stdin(self.opts.replay_max, deadline, signals).await?;
+        }
+        Ok(())
+    }
+
     async fn run(&mut self, ctx: &Context, signals: &mut Signals) -> Status {
         self.details = Details::default();
         let Some((program, args)) = self.command.split_first() else {

@@ -12,6 +12,7 @@ mod limits;
 mod output;
 mod process;
 mod pty;
+mod replay;
 mod ship;
 mod sim;
 mod startup;
