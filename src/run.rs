@@ -337,43 +337,16 @@ fn stopped<S: Sink>(stop: Stop, attempts: u32, max: Option<u32>, log: &mut S) ->
     let (end, status, reason) = match stop {
         Stop::Interrupted(sig) => return interrupted_in_wait(sig as i32, attempts, max, log),
         Stop::Refused(why) => (End::Refused, Status::Exited(exit::REFUSED.into()), why),
-        Stop::Deadline => (
-            End::Deadline,
-            Status::TimedOut {
-                limit: Limit::Deadline,
-                after: Duration::ZERO,
-            },
-            STORE_DEADLINE.to_string(),
-        ),
+        Stop::Deadline => (End::Deadline, past_deadline(), STORE_DEADLINE.to_string()),
         Stop::Failed(why) => (End::Permanent, Status::Exited(exit::INTERNAL.into()), why),
     };
-    let exit_code = exit::code(&status, Verdict::Permanent);
-    log.emit(&Event::Done {
-        end,
-        attempts,
-        max,
-        exit_code,
-        reason: &reason,
-    });
-    Finish {
-        status,
-        end,
-        attempts,
-        exit_code,
-    }
+    ended(end, status, &reason, attempts, max, log)
 }
 
 /// The run ends before its first attempt: the attempts could not get ready.
 fn unready<S: Sink>(why: Unready, max: Option<u32>, log: &mut S) -> Finish {
     let (end, status, reason) = match why {
-        Unready::Deadline(reason) => (
-            End::Deadline,
-            Status::TimedOut {
-                limit: Limit::Deadline,
-                after: Duration::ZERO,
-            },
-            reason,
-        ),
+        Unready::Deadline(reason) => (End::Deadline, past_deadline(), reason),
         Unready::Interrupted(sig, reason) => {
             (End::Interrupted, Status::Interrupted(sig as i32), reason)
         }
@@ -383,47 +356,52 @@ fn unready<S: Sink>(why: Unready, max: Option<u32>, log: &mut S) -> Finish {
             reason,
         ),
     };
-    let exit_code = exit::code(&status, Verdict::Permanent);
-    log.emit(&Event::Done {
-        end,
-        attempts: 0,
-        max,
-        exit_code,
-        reason: &reason,
-    });
-    Finish {
-        status,
-        end,
-        attempts: 0,
-        exit_code,
-    }
+    ended(end, status, &reason, 0, max, log)
 }
 
 fn interrupted_in_wait<S: Sink>(sig: i32, attempts: u32, max: Option<u32>, log: &mut S) -> Finish {
-    let status = Status::Interrupted(sig);
-    let exit_code = exit::code(&status, Verdict::Permanent);
     let reason = format!(
         "interrupted by {} while waiting to start attempt {}",
         crate::classify::signal_name(sig),
         of_max(attempts + 1, max)
     );
+    let status = Status::Interrupted(sig);
+    ended(End::Interrupted, status, &reason, attempts, max, log)
+}
+
+/// The status of a run that `--max-time` ended between attempts.
+fn past_deadline() -> Status {
+    Status::TimedOut {
+        limit: Limit::Deadline,
+        after: Duration::ZERO,
+    }
+}
+
+/// The run ends outside an attempt's verdict: log it and say how.
+fn ended<S: Sink>(
+    end: End,
+    status: Status,
+    reason: &str,
+    attempts: u32,
+    max: Option<u32>,
+    log: &mut S,
+) -> Finish {
+    let exit_code = exit::code(&status, Verdict::Permanent);
     log.emit(&Event::Done {
-        end: End::Interrupted,
+        end,
         attempts,
         max,
         exit_code,
-        reason: &reason,
+        reason,
     });
     Finish {
         status,
-        end: End::Interrupted,
+        end,
         attempts,
         exit_code,
     }
 }
 
-/// The earlier of two optional limits; on a tie the overall deadline wins,
-/// since nothing can be retried after it.
 fn earliest(a: Option<(Instant, Limit)>, b: Option<(Instant, Limit)>) -> Option<(Instant, Limit)> {
     match (a, b) {
         (Some(x), Some(y)) => Some(if y.0 <= x.0 { y } else { x }),
