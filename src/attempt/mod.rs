@@ -17,6 +17,7 @@ pub mod scan;
 mod spawn;
 pub mod stdin;
 mod terminal;
+mod watchdog;
 
 /// What the loop tells an attempt about the try it is making.
 #[derive(Debug, Clone, Copy)]

@@ -5,8 +5,9 @@
 //! (with SIGCONT, so a stopped group ends too), then KILL after the grace
 //! period. When the main process ends, whatever it left in its group is
 //! stopped the same way, and every child retry inherits as a subreaper is
-//! reaped, so no zombie holds cleanup up. The child dies with retry, even
-//! when retry is killed with SIGKILL. On a terminal the attempt's group gets
+//! reaped, so no zombie holds cleanup up. The group dies with retry, even
+//! when retry is killed with SIGKILL: the main process by its parent-death
+//! signal, the rest by the `watchdog`. On a terminal the attempt's group gets
 //! the foreground while it runs (see `terminal`). stdout and stderr are
 //! inherited: the child writes to them directly, unless output patterns are
 //! given; then they pass through the `output` pump, which is stopped once
@@ -28,6 +29,7 @@ use super::scan::Patterns;
 use super::spawn::{Spawn, spawn};
 use super::stdin::{StdinSource, capture_stdin};
 use super::terminal::Terminal;
+use super::watchdog;
 use super::{Attempt, Context, Details, Unready};
 use crate::classify::{Limit, OutputMatch, Status};
 use crate::signals::{Signals, handled, is_terminating, sigpipe_ignored_at_start, suspend_self};
@@ -85,6 +87,13 @@ impl ProcessAttempt {
             caught: handled(),
             details: Details::default(),
         }
+    }
+}
+
+impl Drop for ProcessAttempt {
+    /// The attempts are over: end the watchdog, which has nothing to guard.
+    fn drop(&mut self) {
+        watchdog::stop();
     }
 }
 
@@ -170,6 +179,11 @@ impl Attempt for ProcessAttempt {
             ),
             ("RETRY_DEPTH", self.depth.to_string()),
         ];
+        if !foreground {
+            // Once per run; without it (no process slot to spare) only the
+            // attempt's main process dies with retry.
+            let _ = watchdog::start();
+        }
         let (stdin, feed) = match self.stdin.for_attempt() {
             Ok(s) => s,
             Err(e) => return Status::CannotStart(format!("cannot prepare stdin: {e}")),
@@ -202,6 +216,7 @@ impl Attempt for ProcessAttempt {
             ],
             closed,
             new_group: !foreground,
+            publish: (!foreground).then_some(&watchdog::GROUP),
             terminal: tty,
             sigpipe_ignored: sigpipe_ignored_at_start(),
             caught: &self.caught,
@@ -211,7 +226,10 @@ impl Attempt for ProcessAttempt {
         drop((stdin, ends));
         let pid = match spawned {
             Ok(pid) => pid,
-            Err(e) => return start_failure(&e, program),
+            Err(e) => {
+                watchdog::clear();
+                return start_failure(&e, program);
+            }
         };
         let started = Instant::now();
         let target = if foreground {
@@ -272,6 +290,7 @@ impl Attempt for ProcessAttempt {
         }
         if let Target::Group(pgid) = target {
             let left = self.drain(pgid, stop, ctx, signals).await;
+            watchdog::clear();
             if left > 0 {
                 let plural = if left == 1 { "" } else { "es" };
                 self.details.notes.push(format!(

@@ -17,7 +17,8 @@
 //!    so no handler of retry's can run on the shared memory; it sets every
 //!    signal retry catches back to its default, and SIGPIPE to what retry's
 //!    own parent gave (std resets it to the default);
-//! 2. joins a new process group, unless asked not to;
+//! 2. joins a new process group, unless asked not to, and publishes its id
+//!    where it was asked to (for the watchdog);
 //! 3. asks for SIGKILL when retry dies, and gives up if retry already has;
 //! 4. takes the terminal's foreground, when given one (SIGTTOU is blocked);
 //! 5. moves the descriptors it was given onto 0, 1 and 2, and closes those
@@ -53,6 +54,9 @@ pub struct Spawn<'a> {
     pub closed: [bool; 3],
     /// Start a new process group (the attempt's), led by the child.
     pub new_group: bool,
+    /// Where the child writes its pid, the new group's id, before its exec
+    /// (for the watchdog: no window in which the group exists unpublished).
+    pub publish: Option<&'a AtomicI32>,
     /// The terminal whose foreground the child's new group takes.
     pub terminal: Option<RawFd>,
     /// Give the child SIGPIPE ignored (retry's parent ignored it), rather
@@ -85,6 +89,7 @@ struct Plan<'a> {
     stdio: [Option<RawFd>; 3],
     closed: [bool; 3],
     new_group: bool,
+    publish: Option<&'a AtomicI32>,
     terminal: Option<RawFd>,
     sigpipe: libc::sighandler_t,
     caught: &'a [c_int],
@@ -112,6 +117,7 @@ pub fn spawn(s: &Spawn) -> io::Result<Pid> {
         stdio: s.stdio,
         closed: s.closed,
         new_group: s.new_group,
+        publish: s.publish,
         terminal: s.terminal,
         sigpipe: if s.sigpipe_ignored {
             libc::SIG_IGN
@@ -186,6 +192,9 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
         libc::signal(libc::SIGPIPE, plan.sigpipe);
         if plan.new_group && libc::setpgid(0, 0) < 0 {
             return fail(plan);
+        }
+        if let Some(slot) = plan.publish {
+            slot.store(libc::getpid(), Ordering::Release);
         }
         // Die with retry, even when it is killed with SIGKILL; and if retry
         // is already gone, do not start at all.
@@ -408,6 +417,7 @@ mod tests {
             stdio: [None; 3],
             closed: [false; 3],
             new_group: true,
+            publish: None,
             terminal: None,
             sigpipe_ignored: false,
             caught: &[],
