@@ -4,8 +4,8 @@
  * signal blocked, clone(CLONE_VM) onto a static stack, the mask restored,
  * the read end closed. The child does what the watchdog does (new process
  * group, its name, close_range, a blocking read). The parent's time for
- * those steps is the cost a run pays; to keep the loop going, each child is
- * then ended by closing the write end and reaped (not timed).
+ * those steps is what a run pays to start it; then, as retry does at its
+ * end, the write end is closed and the child reaped: timed apart.
  *
  *     cc -O2 -o /tmp/watchdog bench/watchdog.c && /tmp/watchdog 20000
  */
