@@ -9,6 +9,7 @@ mod forever;
 mod http;
 mod leftovers;
 mod limits;
+mod monitor;
 mod output;
 mod process;
 mod pty;
