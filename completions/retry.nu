@@ -59,6 +59,7 @@ module completions {
     --kill-after(-k): string  # Grace period after the stop signal before KILL [default: 5s]
     --foreground              # Run COMMAND in retry's own process group (for programs that read the terminal)
     --replay-stdin            # Read stdin once and give every attempt the same bytes
+    --replay-stdin-max: string # The most stdin --replay-stdin takes, such as 64M or 2G (inf: no limit) [default: 1G]
     --hold-output             # Cron mode: hold each attempt's stdout and stderr in a temporary file, and write them out only if the run fails or is interrupted
     --on-retry: string        # After a failed attempt, before the wait, run CMD with /bin/sh -c (never after the last attempt)
     --on-give-up: string      # When the run gives up, run CMD with /bin/sh -c, once

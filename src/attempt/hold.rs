@@ -79,9 +79,7 @@ impl Spool {
         let dir = Dir::open(place)?;
         dir.check(Rule::Output)
             .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.why))?;
-        let file = dir
-            .temp_file(std::ffi::OsStr::new("retry-held-output"), 0o600)?
-            .into_unlinked()?;
+        let file = dir.scratch_file(0o600)?;
         Ok(Spool {
             state: Mutex::new(State {
                 file,

@@ -77,6 +77,7 @@ impl Runner {
             kill_after: hook.kill_after,
             foreground: false,
             replay_stdin: false,
+            replay_max: None,
             output: None,
             idle_timeout: None,
             hold: None,

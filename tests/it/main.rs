@@ -2,6 +2,7 @@
 
 mod architecture;
 mod core;
+mod descriptors;
 mod docs;
 mod dry_run;
 mod examples;
@@ -10,11 +11,13 @@ mod hold;
 mod hooks;
 mod http;
 mod idle;
+mod leftovers;
 mod limits;
 mod monitor;
 mod output;
 mod process;
 mod pty;
+mod replay;
 mod ship;
 mod sim;
 mod startup;
