@@ -37,6 +37,7 @@ arch=$(dpkg --print-architecture)
 deb="dist/retry-tool_${version}-1_${arch}.deb"
 archive="dist/retry-${version}-${target}.tar.gz"
 work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 
 # ---- the package, as a file --------------------------------------------------
 
@@ -49,6 +50,16 @@ check "it neither replaces nor provides Debian's retry" \
   test -z "$(field Replaces)$(field Provides)"
 check "its dependencies were computed: libc6 with a version" \
   grep -Eq '(^|, )libc6 \(>= [0-9.]+\)' <<<"$(field Depends)"
+# The glibc the binary asks its loader for: the newest symbol version it
+# uses, and 2.36 if its relocations are packed (GLIBC_ABI_DT_RELR).
+dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/bin/retry >"$work/retry"
+glibc_needed=$(
+  readelf -V --wide "$work/retry" | grep -o 'GLIBC_[0-9][0-9.]*\|GLIBC_ABI_DT_RELR' |
+    sed 's/GLIBC_ABI_DT_RELR/2.36/; s/GLIBC_//' | sort -V | tail -1
+)
+libc_floor=$(grep -o 'libc6 (>= [0-9.]*)' <<<"$(field Depends)" | sed 's/.*>= //; s/)//' | sort -V | tail -1)
+check "its libc6 dependency ($libc_floor) covers the glibc the binary needs ($glibc_needed)" \
+  dpkg --compare-versions "$libc_floor" ge "$glibc_needed"
 
 dpkg-deb --contents "$deb" | awk '{print $6}' | sed 's#^\./#/#' >"$work/contents"
 for path in /usr/bin/retry /usr/share/man/man1/retry.1.gz \
