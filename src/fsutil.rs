@@ -609,6 +609,32 @@ impl fmt::Display for ResolveError {
 
 impl std::error::Error for ResolveError {}
 
+/// The process's umask, the bits a new file's mode loses: read from
+/// /proc/self/status, or where that is not mounted by setting it and
+/// putting it back at once (the only way the system call offers).
+pub fn umask() -> u32 {
+    if let Some(mask) = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| umask_in_status(&s))
+    {
+        return mask;
+    }
+    let old = nix::sys::stat::umask(Mode::from_bits_truncate(0o022));
+    nix::sys::stat::umask(old);
+    old.bits() & 0o777
+}
+
+/// The `Umask:` line of a /proc/PID/status text (Linux 4.7 and later).
+fn umask_in_status(status: &str) -> Option<u32> {
+    let mask = status.lines().find_map(|l| l.strip_prefix("Umask:"))?;
+    u32::from_str_radix(mask.trim(), 8).ok().map(|m| m & 0o777)
+}
+
+/// The mode a new file gets: 0666 less the umask, as a shell's `>` gives.
+pub fn new_file_mode() -> u32 {
+    0o666 & !umask()
+}
+
 /// Opens `path` for appending (a log file), creating it with 0666 less the
 /// umask: resolved as [`resolve`] does, then opened without following any
 /// further link, so a link planted between the two steps is refused.

@@ -18,6 +18,7 @@ use crate::retry_policy::Policy;
 mod duration;
 mod http;
 mod log;
+mod monitor;
 mod process;
 mod retries;
 mod sim;
@@ -44,7 +45,8 @@ fn invalid(flag: &str, value: &str, expected: &str) -> UsageError {
         return missing_value(flag, value, expected);
     }
     UsageError(format!(
-        "invalid value '{value}' for {flag}: expected {expected}"
+        "invalid value '{}' for {flag}: expected {expected}",
+        crate::human::escape_controls(value)
     ))
 }
 
@@ -62,7 +64,7 @@ fn looks_like_an_option(value: &str) -> bool {
 fn missing_value(flag: &str, value: &str, expected: &str) -> UsageError {
     UsageError(format!(
         "{flag} needs a value, not '{}': expected {expected}",
-        value.trim()
+        crate::human::escape_controls(value.trim())
     ))
 }
 
@@ -174,6 +176,7 @@ impl Config {
         }
         let command = std::mem::take(&mut cli.command);
         let mode = mode(command, cli.dry_run, request, sim, state.show)?;
+        let finish = monitor::options(&cli, &names, &mode, state.show)?;
         Ok(Config {
             mode,
             policy,
@@ -182,7 +185,7 @@ impl Config {
             nesting,
             warn_nested: nested && !nested_single,
             state,
-            finish: FinishOptions::default(),
+            finish,
         })
     }
 }
@@ -261,7 +264,7 @@ fn duration(
         Ok(Dur::Infinite) => Err(invalid(
             &name,
             s,
-            "a finite duration (inf is accepted only by --timeout and --max-time)",
+            "a finite duration (inf is accepted only by --timeout, --idle-timeout and --max-time)",
         )),
         Err(DurError::Negative) => Err(UsageError(format!(
             "invalid value '{}' for {name}: a duration cannot be negative; expected {form}",
@@ -317,7 +320,7 @@ impl Names<'_> {
 pub fn accepted_form(id: &str) -> Option<&'static str> {
     Some(match id {
         "base" | "cap" | "jitter_max" | "reset_after" | "kill_after" | "stagger" => DUR_FORM,
-        "max_time" | "timeout" => DUR_OR_NONE_FORM,
+        "max_time" | "timeout" | "idle_timeout" => DUR_OR_NONE_FORM,
         "max" => MAX_FORM,
         "multiplier" => "a number of at least 1, such as 2 or 1.5",
         "seed" => SEED_FORM,

@@ -188,10 +188,7 @@ where
                             of_max(number, max)
                         ),
                     ),
-                    Status::TimedOut {
-                        limit: Limit::Deadline,
-                        ..
-                    } => (
+                    s if s.stopped_by_deadline() => (
                         End::Deadline,
                         "--max-time ran out during the attempt".to_string(),
                     ),

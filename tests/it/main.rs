@@ -7,6 +7,7 @@ mod dry_run;
 mod forever;
 mod http;
 mod limits;
+mod monitor;
 mod output;
 mod process;
 mod pty;
