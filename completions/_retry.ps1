@@ -48,6 +48,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--stop-signal', '--stop-signal', [CompletionResultType]::ParameterName, 'Signal sent to the attempt''s process group on timeout: a name or number as ''kill -l'' lists, such as INT, SIGUSR1 or RTMIN+2 [default: TERM]')
             [CompletionResult]::new('-k', '-k', [CompletionResultType]::ParameterName, 'Grace period after the stop signal before KILL [default: 5s]')
             [CompletionResult]::new('--kill-after', '--kill-after', [CompletionResultType]::ParameterName, 'Grace period after the stop signal before KILL [default: 5s]')
+            [CompletionResult]::new('--replay-stdin-max', '--replay-stdin-max', [CompletionResultType]::ParameterName, 'The most stdin --replay-stdin takes, such as 64M or 2G (inf: no limit) [default: 1G]')
             [CompletionResult]::new('--nested', '--nested', [CompletionResultType]::ParameterName, 'Inside another retry: multiply attempts (warn), or run COMMAND once')
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log line format [default: text]')
             [CompletionResult]::new('--log-file', '--log-file', [CompletionResultType]::ParameterName, 'Append the log to PATH instead of stderr')

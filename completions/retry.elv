@@ -45,6 +45,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --stop-signal 'Signal sent to the attempt''s process group on timeout: a name or number as ''kill -l'' lists, such as INT, SIGUSR1 or RTMIN+2 [default: TERM]'
             cand -k 'Grace period after the stop signal before KILL [default: 5s]'
             cand --kill-after 'Grace period after the stop signal before KILL [default: 5s]'
+            cand --replay-stdin-max 'The most stdin --replay-stdin takes, such as 64M or 2G (inf: no limit) [default: 1G]'
             cand --nested 'Inside another retry: multiply attempts (warn), or run COMMAND once'
             cand --log-format 'Log line format [default: text]'
             cand --log-file 'Append the log to PATH instead of stderr'

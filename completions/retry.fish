@@ -24,6 +24,7 @@ complete -c retry -l retry-if-output -d 'Retry a failure whose stdout or stderr 
 complete -c retry -l stop-if-output -d 'Never retry a failure whose stdout or stderr has a line matching REGEX (repeatable; wins over --retry-if-output)' -r
 complete -c retry -l stop-signal -d 'Signal sent to the attempt\'s process group on timeout: a name or number as \'kill -l\' lists, such as INT, SIGUSR1 or RTMIN+2 [default: TERM]' -r
 complete -c retry -s k -l kill-after -d 'Grace period after the stop signal before KILL [default: 5s]' -r
+complete -c retry -l replay-stdin-max -d 'The most stdin --replay-stdin takes, such as 64M or 2G (inf: no limit) [default: 1G]' -r
 complete -c retry -l nested -d 'Inside another retry: multiply attempts (warn), or run COMMAND once' -r -f -a "multiply\t'run every attempt (and warn once that attempts multiply)'
 single\t'an inner retry runs COMMAND once'"
 complete -c retry -l log-format -d 'Log line format [default: text]' -r -f -a "text\t''

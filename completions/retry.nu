@@ -59,6 +59,7 @@ module completions {
     --kill-after(-k): string  # Grace period after the stop signal before KILL [default: 5s]
     --foreground              # Run COMMAND in retry's own process group (for programs that read the terminal)
     --replay-stdin            # Read stdin once and give every attempt the same bytes
+    --replay-stdin-max: string # The most stdin --replay-stdin takes, such as 64M or 2G (inf: no limit) [default: 1G]
     --nested: string@"nu-complete retry nested" # Inside another retry: multiply attempts (warn), or run COMMAND once
     --quiet(-q)               # Fewer log lines: -q only the final give-up line, -qq nothing
     --verbose(-v)             # More log lines: attempt starts and the command line

@@ -305,6 +305,16 @@ pub struct Cli {
     #[arg(long, help_heading = "Process")]
     pub replay_stdin: bool,
 
+    /// The most stdin --replay-stdin takes, such as 64M or 2G (inf: no limit) [default: 1G]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        env = "RETRY_REPLAY_STDIN_MAX",
+        allow_hyphen_values = true,
+        help_heading = "Process"
+    )]
+    pub replay_stdin_max: Option<String>,
+
     /// Inside another retry: multiply attempts (warn), or run COMMAND once
     #[arg(
         long,

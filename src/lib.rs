@@ -38,7 +38,6 @@ use rand::TryRng;
 use rand::rngs::SysRng;
 
 use attempt::process::ProcessAttempt;
-use attempt::stdin::StdinSource;
 use event::Event;
 use log::Logger;
 use policy::{Config, Mode, Nesting};
@@ -121,20 +120,6 @@ fn run_main() -> u8 {
         Ok(l) => l,
         Err(code) => return code,
     };
-    // Read before any signal handler exists, so ^C while stdin is still
-    // open ends retry the ordinary way, with nothing started.
-    let stdin = if config.process.replay_stdin {
-        match StdinSource::capture(std::io::stdin().lock()) {
-            Ok(s) => s,
-            Err(e) => {
-                log.error(&format!("cannot read stdin for --replay-stdin: {e}"));
-                return exit::INTERNAL;
-            }
-        }
-    } else {
-        StdinSource::Inherit
-    };
-
     let depth = config.nesting.outer_depth.saturating_add(1);
     let process = config.process.clone();
     // Only the log sees this copy: secrets in the arguments become ***.
@@ -148,7 +133,7 @@ fn run_main() -> u8 {
         &shown,
         seed,
         &mut rng,
-        || Ok(ProcessAttempt::new(command, process, depth, stdin)),
+        || Ok(ProcessAttempt::new(command, process, depth)),
         |finish, _, _| finish.exit_code,
     )
 }
