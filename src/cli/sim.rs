@@ -20,8 +20,20 @@ pub struct SimArgs {
     pub outage: Option<String>,
 
     /// The simulated server admits RATE requests a second (burst: 100ms worth), rejecting the rest
+    ///
+    /// A token bucket: it refills at RATE and holds --capacity-burst requests
+    /// (100ms worth by default, at least 1); a request finding it empty fails.
+    /// With --outage, it opens full when the outage ends.
     #[arg(long, value_name = "RATE/s", help_heading = "Simulation")]
     pub capacity: Option<String>,
+
+    /// Requests --capacity admits at once, its bucket's depth [default: 100ms worth]
+    ///
+    /// 1 spaces admitted requests exactly 1/RATE apart and banks nothing while
+    /// the server is idle: nginx's limit_req without burst (limit_req with
+    /// burst=B nodelay is B+1).
+    #[arg(long, value_name = "N", help_heading = "Simulation")]
+    pub capacity_burst: Option<String>,
 
     /// Another server model: occ (each client reads a version, then writes it back; a write fails if another came in between)
     #[arg(long, value_name = "MODEL", help_heading = "Simulation")]

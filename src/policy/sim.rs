@@ -34,6 +34,7 @@ pub fn from_args(args: SimArgs) -> Result<Option<SimOptions>, UsageError> {
         for (flag, given) in [
             ("--outage", args.outage.is_some()),
             ("--capacity", args.capacity.is_some()),
+            ("--capacity-burst", args.capacity_burst.is_some()),
             ("--model", args.model.is_some()),
             ("--compare", args.compare),
             ("--format", args.format.is_some()),
@@ -75,6 +76,23 @@ pub fn from_args(args: SimArgs) -> Result<Option<SimOptions>, UsageError> {
             })
         })
         .transpose()?;
+    let burst = args
+        .capacity_burst
+        .as_deref()
+        .map(|s| match s.trim().parse::<u32>() {
+            Ok(n) if n >= 1 => Ok(n),
+            _ => Err(invalid(
+                "--capacity-burst",
+                s,
+                "a whole number of requests of at least 1",
+            )),
+        })
+        .transpose()?;
+    if burst.is_some() && capacity.is_none() {
+        return Err(UsageError(
+            "--capacity-burst applies only to --capacity RATE/s: add --capacity".to_string(),
+        ));
+    }
     let model = match (args.model, outage, capacity) {
         (Some(ModelArg::Occ), None, None) => Model::Occ,
         (Some(ModelArg::Occ), _, _) => {
@@ -83,7 +101,11 @@ pub fn from_args(args: SimArgs) -> Result<Option<SimOptions>, UsageError> {
                     .to_string(),
             ));
         }
-        (None, outage, Some(rate)) => Model::Capacity { rate, outage },
+        (None, outage, Some(rate)) => Model::Capacity {
+            rate,
+            burst,
+            outage,
+        },
         (None, Some(until), None) => Model::Outage { until },
         (None, None, None) => {
             return Err(UsageError(
@@ -137,6 +159,7 @@ mod tests {
             simulate: simulate.map(str::to_string),
             outage: None,
             capacity: None,
+            capacity_burst: None,
             model: None,
             compare: false,
             format: None,
@@ -163,8 +186,32 @@ mod tests {
             o.model,
             Model::Capacity {
                 rate: 20.0,
+                burst: None,
                 outage: Some(Duration::from_secs(5))
             }
+        );
+        let mut a = args(Some("10"));
+        a.capacity = Some("20/s".into());
+        a.capacity_burst = Some("1".into());
+        let o = from_args(a).expect("valid").expect("some");
+        assert_eq!(o.model.burst(), 1.0);
+        let mut a = args(Some("10"));
+        a.capacity_burst = Some("1".into());
+        a.outage = Some("1s".into());
+        assert!(
+            from_args(a)
+                .expect_err("no capacity")
+                .0
+                .contains("--capacity-burst")
+        );
+        let mut a = args(Some("10"));
+        a.capacity = Some("20/s".into());
+        a.capacity_burst = Some("0".into());
+        assert!(
+            from_args(a)
+                .expect_err("zero")
+                .0
+                .contains("--capacity-burst")
         );
         let mut a = args(Some("10"));
         a.model = Some(ModelArg::Occ);

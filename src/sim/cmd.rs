@@ -6,7 +6,6 @@ use std::io::Write;
 use std::time::Duration;
 
 use rand::Rng;
-use serde::Serialize;
 
 use super::report::{self, Summary};
 use super::{Fleet, Outcome, Quiet, simulate_fleet};
@@ -15,15 +14,6 @@ use crate::exit;
 use crate::log::{Event, Logger, human};
 use crate::policy::{Config, Policy, SimOptions};
 use crate::run::Sink;
-
-/// The JSON report.
-#[derive(Serialize)]
-struct Json<'a> {
-    clients: u32,
-    model: String,
-    seed: u64,
-    runs: &'a [Summary],
-}
 
 /// Keeps a lone client's waits, for the report.
 #[derive(Default)]
@@ -129,6 +119,15 @@ pub fn heading(policy: &Policy, sim: &SimOptions, seed: u64) -> String {
     )
 }
 
+/// What the picture shows besides the runs.
+pub fn frame<'a>(title: &'a str, policy: &Policy, sim: &SimOptions) -> super::plot::Frame<'a> {
+    super::plot::Frame {
+        title,
+        recovery: sim.model.recovery(),
+        stagger: policy.stagger,
+    }
+}
+
 /// What the clients share, for the heading ("" when nothing).
 fn shared(fleet: &Fleet) -> String {
     let mut s = String::new();
@@ -152,15 +151,18 @@ fn shared(fleet: &Fleet) -> String {
 /// `retry --simulate`: the report on stdout, exit 0.
 pub fn main<R: Rng, F: Fn() -> R>(config: &Config, sim: &SimOptions, seed: u64, rng: F) -> u8 {
     let policy = &config.policy;
+    // The picture's file is settled before the run, which can take seconds.
+    let plot = match sim.plot.as_deref().map(super::plotfile::open).transpose() {
+        Ok(p) => p,
+        Err(e) => {
+            Logger::stderr().error(&e);
+            return exit::USAGE;
+        }
+    };
     let runs = runs(policy, sim, rng);
     let text = if sim.json {
         let summaries: Vec<Summary> = runs.iter().map(|(s, _)| s.clone()).collect();
-        let json = Json {
-            clients: sim.clients,
-            model: sim.model.describe(),
-            seed,
-            runs: &summaries,
-        };
+        let json = super::json::Report::of(policy, sim, seed, &summaries);
         match serde_json::to_string_pretty(&json) {
             Ok(s) => s + "\n",
             Err(e) => {
@@ -178,16 +180,14 @@ pub fn main<R: Rng, F: Fn() -> R>(config: &Config, sim: &SimOptions, seed: u64, 
             report::text(&head, s, o, width, sim.model.recovery())
         }
     };
-    if let Some(path) = &sim.plot
-        && let Err(e) = super::plot::write(
-            path,
-            &heading(policy, sim, seed),
-            &runs,
-            sim.model.recovery(),
-        )
-    {
-        Logger::stderr().error(&format!("cannot write --plot {}: {e}", path.display()));
-        return exit::INTERNAL;
+    if let (Some(file), Some(path)) = (plot, &sim.plot) {
+        let title = heading(policy, sim, seed);
+        let written =
+            super::plot::svg(&frame(&title, policy, sim), &runs).and_then(|svg| file.write(&svg));
+        if let Err(e) = written {
+            Logger::stderr().error(&format!("cannot write --plot {}: {e}", path.display()));
+            return exit::INTERNAL;
+        }
     }
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
