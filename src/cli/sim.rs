@@ -44,10 +44,19 @@ pub struct SimArgs {
     pub compare: bool,
 
     /// Report format of the simulation [default: text]
+    ///
+    /// json: one object with the server model and every policy parameter in
+    /// numbers, and one entry of figures per run (each field is described in
+    /// the user guide).
     #[arg(long, value_name = "FORMAT", help_heading = "Simulation")]
     pub format: Option<FormatArg>,
 
-    /// Also draw the requests over time as an SVG picture in FILE
+    /// Also draw the load and the clients through over time as an SVG picture in FILE
+    ///
+    /// One row per run (per jitter kind with --compare) on shared axes: the
+    /// requests per 100ms on a log scale, and the share of clients through.
+    /// FILE is checked before the simulation runs; it cannot be the report's
+    /// own standard output.
     #[arg(long, value_name = "FILE.svg", help_heading = "Simulation")]
     pub plot: Option<PathBuf>,
 }

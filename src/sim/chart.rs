@@ -10,8 +10,9 @@ use std::time::Duration;
 use super::tally::{Timeline, WINDOW_NS, nanos};
 use crate::log::human;
 
-/// Width of the count labels on the left, bar included.
-const LABEL: usize = 8;
+/// Width of the count labels on the left, at least (a count with more
+/// digits widens them).
+const LABEL: usize = 6;
 
 /// The width to draw at: the terminal's when stdout is one, else `COLUMNS`,
 /// else 80; kept within 40..=200 so the chart stays readable.
@@ -53,7 +54,13 @@ pub fn render(
     height: usize,
     recovery: Option<Duration>,
 ) -> String {
-    let cols = width.saturating_sub(LABEL).max(10);
+    // The tallest column is the busiest 100 ms of all: its digits set the
+    // labels' width, and so the room left for columns.
+    let most = timeline.bins().iter().map(|b| b.peak).max().unwrap_or(0);
+    let lw = most.to_string().len().max(LABEL);
+    // The labels, then " |" or " +".
+    let pad = lw + 2;
+    let cols = width.saturating_sub(pad).max(10);
     let (counts, slice) = heights(timeline, end, cols);
     let drawn = counts.len();
     let top = counts.iter().copied().max().unwrap_or(0);
@@ -65,7 +72,7 @@ pub fn render(
         } else {
             String::new()
         };
-        let _ = write!(s, "{label:>6} |");
+        let _ = write!(s, "{label:>lw$} |");
         // A column reaches this row when its bar, scaled so the tallest is
         // `height` rows, covers any part of it: every nonzero column shows.
         let line: String = counts
@@ -80,18 +87,18 @@ pub fn render(
             .collect();
         let _ = writeln!(s, "{}", line.trim_end());
     }
-    let _ = writeln!(s, "{:>6} +{}", 0, "-".repeat(drawn));
+    let _ = writeln!(s, "{:>lw$} +{}", 0, "-".repeat(drawn));
     if let Some(r) = recovery.filter(|r| *r <= end) {
         let col = ((nanos(r) / nanos(slice).max(1)) as usize).min(drawn.saturating_sub(1));
         let text = "^ server recovers";
         // The label goes left of the mark when it would not fit on the right.
         if col + text.len() <= cols {
-            let _ = writeln!(s, "{:>8}{}{text}", "", " ".repeat(col));
+            let _ = writeln!(s, "{:>pad$}{}{text}", "", " ".repeat(col));
         } else {
             let label = "server recovers ^";
             let _ = writeln!(
                 s,
-                "{:>8}{}{label}",
+                "{:>pad$}{}{label}",
                 "",
                 " ".repeat((col + 1).saturating_sub(label.len()))
             );
@@ -100,8 +107,13 @@ pub fn render(
     let first = "0s";
     let last = human(end);
     let gap = drawn.saturating_sub(first.len() + last.len());
-    let _ = writeln!(s, "{:>8}{first}{}{last}", "", " ".repeat(gap));
-    let _ = writeln!(s, "{:>8}each column: {} of virtual time", "", human(slice));
+    let _ = writeln!(s, "{:>pad$}{first}{}{last}", "", " ".repeat(gap));
+    let _ = writeln!(
+        s,
+        "{:>pad$}each column: {} of virtual time",
+        "",
+        human(slice)
+    );
     s
 }
 
@@ -137,6 +149,14 @@ mod tests {
         let mark = c.lines().nth(5).expect("mark line");
         assert_eq!(mark.find('^'), Some(8 + 15), "{c}");
         assert!(c.contains("each column: 100ms"), "{c}");
+    }
+
+    #[test]
+    fn long_counts_widen_the_labels() {
+        let c = render(&timeline(&[ms(0); 1_234_567]), ms(0), 40, 3, None);
+        assert!(c.lines().all(|l| l.chars().count() <= 40), "{c}");
+        assert!(c.starts_with("1234567 |#"), "{c}");
+        assert!(c.contains("\n      0 +"), "{c}");
     }
 
     #[test]

@@ -223,7 +223,7 @@ where
     // The ring spans twice the longest backoff wait: only staggered starts
     // and far pace slots go past it.
     let horizon = tally::nanos(delay.cap.saturating_add(delay.cap));
-    let mut queue = queue::Queue::new(horizon);
+    let mut queue = queue::Queue::new(horizon, clients);
     for _ in 0..clients {
         // --stagger: each client's first attempt waits U(0, spread), as in
         // a real run; its deadline still counts from 0, when it started.
