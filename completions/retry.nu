@@ -79,11 +79,12 @@ module completions {
     --retry-non-idempotent    # Retry POST and PATCH even without an idempotency key
     --simulate: string        # Simulate N clients that all fail at once under this policy, in virtual time, and report
     --outage: string          # The simulated server fails every request until DUR has passed
-    --capacity: string        # The simulated server admits RATE requests a second (burst: 100ms worth), rejecting the rest
+    --capacity: string        # The simulated server admits RATE requests a second (a token bucket), rejecting the rest
+    --capacity-burst: string  # Requests --capacity admits at once, its bucket's depth [default: 100ms worth]
     --model: string@"nu-complete retry model" # Another server model: occ (each client reads a version, then writes it back; a write fails if another came in between)
     --compare                 # Simulate every jitter kind under the same policy and show them side by side
     --format: string@"nu-complete retry format" # Report format of the simulation [default: text]
-    --plot: path              # Also draw the requests over time as an SVG picture in FILE
+    --plot: path              # Also draw the load and the clients through over time as an SVG picture in FILE
     --group: string           # Share pace, budget and breaker with every invocation of the same group
     --state: string           # Where the group's state lives: a directory, or redis://, rediss://, unix:// [default: ~/.local/state/retry]
     --state-required          # Exit 125 when the state store cannot be used, instead of running without it

@@ -19,7 +19,7 @@ pub struct SimArgs {
     #[arg(long, value_name = "DUR", help_heading = "Simulation")]
     pub outage: Option<String>,
 
-    /// The simulated server admits RATE requests a second (burst: 100ms worth), rejecting the rest
+    /// The simulated server admits RATE requests a second (a token bucket), rejecting the rest
     ///
     /// A token bucket: it refills at RATE and holds --capacity-burst requests
     /// (100ms worth by default, at least 1); a request finding it empty fails.

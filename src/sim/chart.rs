@@ -25,7 +25,7 @@ pub fn width() -> usize {
 }
 
 /// The heading line of a chart.
-pub const TITLE: &str = "requests per 100ms (each column: the busiest 100ms ending in it):";
+pub const TITLE: &str = "requests per 100ms (each column: its busiest 100ms):";
 
 /// How many timeline bins make one column, for at most `cols` columns from 0
 /// to `end`: a column spans at least 100 ms, and a whole number of bins.
@@ -108,12 +108,11 @@ pub fn render(
     let last = human(end);
     let gap = drawn.saturating_sub(first.len() + last.len());
     let _ = writeln!(s, "{:>pad$}{first}{}{last}", "", " ".repeat(gap));
-    let _ = writeln!(
-        s,
-        "{:>pad$}each column: {} of virtual time",
-        "",
-        human(slice)
-    );
+    let mut footer = format!("each column: {} of virtual time", human(slice));
+    if pad + footer.len() > width {
+        footer.truncate(footer.len() - " of virtual time".len());
+    }
+    let _ = writeln!(s, "{:>pad$}{footer}", "");
     s
 }
 
@@ -153,7 +152,7 @@ mod tests {
 
     #[test]
     fn long_counts_widen_the_labels() {
-        let c = render(&timeline(&[ms(0); 1_234_567]), ms(0), 40, 3, None);
+        let c = render(&timeline(&vec![ms(0); 1_234_567]), ms(0), 40, 3, None);
         assert!(c.lines().all(|l| l.chars().count() <= 40), "{c}");
         assert!(c.starts_with("1234567 |#"), "{c}");
         assert!(c.contains("\n      0 +"), "{c}");

@@ -167,7 +167,16 @@ where
     R: Rng + ?Sized,
     S: Sink,
 {
-    run(policy, fleet, model, clients, rng, sink, false)
+    run(
+        policy,
+        fleet,
+        model,
+        clients,
+        rng,
+        sink,
+        false,
+        request_limit(clients),
+    )
 }
 
 /// [`simulate_fleet`], keeping every request and success time as well
@@ -185,7 +194,16 @@ where
     R: Rng + ?Sized,
     S: Sink,
 {
-    run(policy, fleet, model, clients, rng, sink, true)
+    run(
+        policy,
+        fleet,
+        model,
+        clients,
+        rng,
+        sink,
+        true,
+        request_limit(clients),
+    )
 }
 
 /// An OCC message of `client`'s, taking `latency` from `now`.
@@ -194,6 +212,7 @@ fn hop(queue: &mut queue::Queue<Client>, now: Duration, mut client: Client, late
     queue.push(now + latency, client);
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run<R, S>(
     policy: &Policy,
     fleet: Fleet,
@@ -202,6 +221,7 @@ fn run<R, S>(
     rng: &mut R,
     sink: &mut S,
     trace: bool,
+    limit: u64,
 ) -> Outcome
 where
     R: Rng + ?Sized,
@@ -212,7 +232,6 @@ where
     let delay = &policy.delay;
     // Every client starts at 0, so the deadline is the same for all.
     let deadline = policy.max_time;
-    let limit = request_limit(clients);
     let mut tally = Tally::new(clients, model.recovery(), trace);
     let mut gave_up = 0u32;
     let mut refused = 0u32;
@@ -624,6 +643,37 @@ mod tests {
         let o = fleet_sim(&p, paced(1, 1), Model::Outage { until: ms(1) }, 10, 1);
         assert_eq!(o.successes(), &[ms(100), ms(1100), ms(2100), ms(3100)]);
         assert_eq!((o.gave_up, o.refused), (6, 0));
+    }
+
+    #[test]
+    fn a_run_stopped_at_its_request_limit_counts_the_clients_still_retrying() {
+        // 100 clients retrying forever against a server that admits one a
+        // second: 500 requests go nowhere near through them all.
+        let p = policy(Jitter::Full, None);
+        let m = Model::Capacity {
+            rate: 1.0,
+            burst: None,
+            outage: None,
+        };
+        let mut rng = crate::rng::seeded(1);
+        let o = run(
+            &p,
+            Fleet::default(),
+            m,
+            100,
+            &mut rng,
+            &mut Quiet,
+            false,
+            500,
+        );
+        assert_eq!(o.tally.requests, 500);
+        assert!(o.truncated());
+        let through = o.tally.succeeded as u32 + o.gave_up;
+        assert!(through < 100, "{through}");
+        assert_eq!(o.still_retrying, 100 - through);
+        // The limit is far past what such runs need: a million clients
+        // making thirty attempts each stay within it.
+        assert!(request_limit(1_000_000) >= 30 * 1_000_000);
     }
 
     #[test]

@@ -152,7 +152,7 @@ fn draw(
         .map(|(s, _)| s.busiest_100ms)
         .max()
         .unwrap_or(1)
-        .max(10) as f64;
+        .max(100) as f64;
     let clients = runs.first().map_or(1, |(s, _)| s.clients.max(1));
     let mut rest = body;
     for (i, (s, o)) in runs.iter().enumerate() {
@@ -249,7 +249,7 @@ fn load_panel(
         .build_cartesian_2d(0f64..x_end, (floor..top * 1.6).log_scale())?;
     let desc = time_desc(frame);
     let mut mesh = chart.configure_mesh();
-    mesh.light_line_style(WHITE)
+    mesh.max_light_lines(0)
         .bold_line_style(RGBColor(0xE4, 0xE4, 0xE4))
         .y_desc("requests per 100ms (log)")
         .y_label_formatter(&|v| format!("{v:.0}"))
@@ -311,7 +311,7 @@ fn through_panel(
         .y_label_area_size(52)
         .build_cartesian_2d(0f64..x_end, 0f64..100.0)?;
     let mut mesh = chart.configure_mesh();
-    mesh.light_line_style(WHITE)
+    mesh.max_light_lines(0)
         .bold_line_style(RGBColor(0xE4, 0xE4, 0xE4))
         .y_desc("% of clients through")
         .y_labels(3)
@@ -323,11 +323,16 @@ fn through_panel(
         mesh.x_desc("seconds (the same axis)").x_labels(5);
     }
     mesh.draw()?;
+    // A point per pixel at most, where the share changes.
+    let px = area.dim_in_pixel().0.saturating_sub(72).max(50);
     let curve = |o: &Outcome| -> Vec<(f64, f64)> {
         let t = &o.tally.timeline;
+        let k = (nanos(end) / u64::from(px))
+            .div_ceil(nanos(t.step()).max(1))
+            .max(1) as usize;
         let mut through = 0u64;
         let mut points = vec![(0.0, 0.0)];
-        for (at, bin) in t.grouped(1, end) {
+        for (at, bin) in t.grouped(k, end) {
             if bin.successes == 0 {
                 continue;
             }

@@ -239,4 +239,31 @@ mod tests {
         assert_eq!((s.succeeded, s.gave_up), (3, 1));
         assert!(!s.truncated);
     }
+
+    #[test]
+    fn a_truncated_run_says_how_many_are_still_retrying() {
+        let mut tally = Tally::new(10, None, false);
+        tally.request(ms(0));
+        tally.success(ms(0));
+        let o = Outcome {
+            clients: 10,
+            tally,
+            gave_up: 2,
+            refused: 0,
+            still_retrying: 7,
+        };
+        let s = Summary::of("full", &o, None, None);
+        assert!(s.truncated);
+        assert_eq!(s.still_retrying, 7);
+        let text = text("heading", &s, &o, 80, None);
+        assert!(
+            text.contains("clients still retrying: 7 of 10 (stopped early at the request limit)"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&s).expect("json");
+        assert_eq!(json["still_retrying"], 7);
+        let runs = vec![(s, o)];
+        let table = table("heading", &runs, 80, None);
+        assert!(table.contains("clients still retrying: full 7"), "{table}");
+    }
 }
