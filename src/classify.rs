@@ -275,11 +275,7 @@ impl fmt::Display for Status {
             Status::Http { code, retry_after } => {
                 write!(f, "HTTP {code}")?;
                 if let Some(wait) = retry_after {
-                    write!(
-                        f,
-                        ", Retry-After {}",
-                        humantime::format_duration(round_ms(*wait))
-                    )?;
+                    write!(f, ", Retry-After {}", crate::human::human(*wait))?;
                 }
                 Ok(())
             }
@@ -287,11 +283,6 @@ impl fmt::Display for Status {
             Status::Net { failure, detail } => write!(f, "{failure}: {detail}"),
         }
     }
-}
-
-/// A duration rounded to whole milliseconds, for display.
-pub fn round_ms(d: Duration) -> Duration {
-    Duration::from_millis(u64::try_from((d.as_micros() + 500) / 1000).unwrap_or(u64::MAX))
 }
 
 /// `SIGTERM` for 15, `SIGRTMIN+2`, `signal 99` for numbers without a name.

@@ -15,10 +15,12 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
-use crate::attempt::http::{HttpAttempt, Prepared, Sink};
+use crate::attempt::http::{Body, Data, HttpAttempt, HttpOptions, Prepared, Sink};
+use crate::event::Event;
 use crate::exit;
-use crate::log::Event;
-use crate::policy::{Body, Config, Data, HttpOptions, LogFormat, parse_header};
+use crate::log::{LogFormat, Logger};
+use crate::policy::{Config, parse_header};
+use crate::run::Finish;
 
 pub fn main(
     config: &Config,
@@ -50,12 +52,19 @@ pub fn main(
     }
     let expect = config.policy.rules.http.expect.clone();
     let shown = request.display_words();
-    let (finish, attempt) = match crate::drive(config, &mut log, &shown, seed, rng, || {
-        HttpAttempt::new(request, prepared, expect, config.log.verbosity >= 1)
-    }) {
-        Ok(done) => done,
-        Err(code) => return code,
-    };
+    crate::drive(
+        config,
+        &mut log,
+        &shown,
+        seed,
+        rng,
+        || HttpAttempt::new(request, prepared, expect, config.log.verbosity >= 1),
+        deliver,
+    )
+}
+
+/// Puts an accepted body in place: the exit status of the whole run.
+fn deliver(finish: &Finish, attempt: HttpAttempt, log: &mut Logger) -> u8 {
     if finish.exit_code != exit::SUCCESS {
         // A `-o` temporary file is removed as the attempt is dropped.
         return finish.exit_code;

@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use crate::backoff::Step;
-use crate::log::human;
+use crate::human::human;
 
 /// A point in time, real or virtual.
 pub trait Moment: Copy + Ord {

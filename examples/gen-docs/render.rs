@@ -37,7 +37,7 @@ pub fn files() -> Vec<(String, Vec<u8>)> {
     out
 }
 
-/// The README's chart: where it lives and the `retry` flags that draw it
+/// The guide's chart (docs/simulate.md): where it lives and the `retry` flags that draw it
 /// (the same as `retry ARGS --plot PATH`).
 pub const STORM: (&str, &[&str]) = (
     "docs/storm.svg",
@@ -58,7 +58,7 @@ pub const STORM: (&str, &[&str]) = (
     ],
 );
 
-/// The README's chart, drawn by the same code as `--plot`.
+/// The guide's chart, drawn by the same code as `--plot`.
 fn storm() -> Vec<u8> {
     use clap::Parser;
     let cli = Cli::parse_from(std::iter::once("retry").chain(STORM.1.iter().copied()));
@@ -330,9 +330,11 @@ fn our_sections(cmd: &clap::Command) -> Roff {
         bold("sleep"),
         roman("(1), "),
         bold("crontab"),
-        roman("(5). The "),
-        italic("README"),
-        roman(" of the retry source distribution has more examples."),
+        roman("(5). The guide in the "),
+        italic("docs"),
+        roman(
+            " directory of the retry source distribution explains each feature with more examples.",
+        ),
     ]);
     r
 }

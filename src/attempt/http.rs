@@ -8,6 +8,7 @@
 //! the run has succeeded. Memory stays flat whatever the body's size. The
 //! body of a response that is not accepted is discarded unread.
 
+pub mod request;
 mod tls;
 
 use std::io::{Seek, Write};
@@ -19,9 +20,10 @@ use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
 use reqwest::{Client, Method, Response, Url};
 use rustls::pki_types::CertificateDer;
 
+pub use request::{Body, CONNECT_TIMEOUT, Data, HttpOptions, IdempotencyKey};
+
 use super::{Attempt, Context, Details};
 use crate::classify::{Limit, NetFailure, Status, StatusSet};
-use crate::policy::{HttpOptions, IdempotencyKey};
 use crate::signals::{Signals, is_terminating, suspend_self};
 
 /// Where an accepted response's body goes.

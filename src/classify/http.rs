@@ -198,8 +198,8 @@ pub fn explain(status: &Status, rules: &Rules) -> String {
     {
         return format!(
             "the server asked to wait {} (Retry-After), more than --retry-after-max {}",
-            humantime::format_duration(super::round_ms(after)),
-            humantime::format_duration(super::round_ms(rules.http.retry_after_max))
+            crate::human::human(after),
+            crate::human::human(rules.http.retry_after_max)
         );
     }
     match status {

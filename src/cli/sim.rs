@@ -12,11 +12,21 @@ pub struct SimArgs {
     /// Nothing is run or sent: the clients retry against a model server
     /// (--outage, --capacity or --model occ) and the report shows the load
     /// they put on it. The same seed gives the same report.
-    #[arg(long, value_name = "N", help_heading = "Simulation")]
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Simulation"
+    )]
     pub simulate: Option<String>,
 
     /// The simulated server fails every request until DUR has passed
-    #[arg(long, value_name = "DUR", help_heading = "Simulation")]
+    #[arg(
+        long,
+        value_name = "DUR",
+        allow_hyphen_values = true,
+        help_heading = "Simulation"
+    )]
     pub outage: Option<String>,
 
     /// The simulated server admits RATE requests a second (a token bucket), rejecting the rest
@@ -24,7 +34,12 @@ pub struct SimArgs {
     /// A token bucket: it refills at RATE and holds --capacity-burst requests
     /// (100ms worth by default, at least 1); a request finding it empty fails.
     /// With --outage, it opens full when the outage ends.
-    #[arg(long, value_name = "RATE/s", help_heading = "Simulation")]
+    #[arg(
+        long,
+        value_name = "RATE/s",
+        allow_hyphen_values = true,
+        help_heading = "Simulation"
+    )]
     pub capacity: Option<String>,
 
     /// Requests --capacity admits at once, its bucket's depth [default: 100ms worth]
@@ -32,11 +47,21 @@ pub struct SimArgs {
     /// 1 spaces admitted requests exactly 1/RATE apart and banks nothing while
     /// the server is idle: nginx's limit_req without burst (limit_req with
     /// burst=B nodelay is B+1).
-    #[arg(long, value_name = "N", help_heading = "Simulation")]
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Simulation"
+    )]
     pub capacity_burst: Option<String>,
 
     /// Another server model: occ (each client reads a version, then writes it back; a write fails if another came in between)
-    #[arg(long, value_name = "MODEL", help_heading = "Simulation")]
+    #[arg(
+        long,
+        value_name = "MODEL",
+        allow_hyphen_values = true,
+        help_heading = "Simulation"
+    )]
     pub model: Option<ModelArg>,
 
     /// Simulate every jitter kind under the same policy and show them side by side
@@ -48,7 +73,12 @@ pub struct SimArgs {
     /// json: one object with the server model and every policy parameter in
     /// numbers, and one entry of figures per run (each field is described in
     /// the user guide).
-    #[arg(long, value_name = "FORMAT", help_heading = "Simulation")]
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        allow_hyphen_values = true,
+        help_heading = "Simulation"
+    )]
     pub format: Option<FormatArg>,
 
     /// Also draw the load and the clients through over time as an SVG picture in FILE
@@ -57,7 +87,12 @@ pub struct SimArgs {
     /// requests per 100ms on a log scale, and the share of clients through.
     /// FILE is checked before the simulation runs; it cannot be the report's
     /// own standard output.
-    #[arg(long, value_name = "FILE.svg", help_heading = "Simulation")]
+    #[arg(
+        long,
+        value_name = "FILE.svg",
+        allow_hyphen_values = true,
+        help_heading = "Simulation"
+    )]
     pub plot: Option<PathBuf>,
 }
 

@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use super::events::{Event, Wait};
 use crate::classify::{Limit, NetFailure, Status, Verdict, signal_name};
+use crate::event::{Event, Wait};
 
 /// Who wrote a line: the same for every line of one invocation.
 #[derive(Debug, Clone)]
@@ -271,7 +271,7 @@ mod tests {
     #[test]
     fn attempt_and_sleep_lines() {
         let status = Status::Exited(1);
-        let e = crate::log::events::sample_failed_attempt(&status);
+        let e = crate::event::sample_failed_attempt(&status);
         let v = parse(&lines(&e, Duration::from_millis(1), &origin()));
         assert_eq!(v.len(), 2);
         assert_eq!(v[0]["event"], "attempt");

@@ -5,92 +5,21 @@
 //! `@FILE`s and checking that `-o` can be written are left to the caller
 //! (`probe`), which does so before the first request: parsing does no I/O.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use reqwest::Method;
 use reqwest::Url;
 use reqwest::header::{HeaderName, HeaderValue};
 
-use super::{UsageError, invalid, opt_positive_duration};
+use super::{
+    UsageError, invalid, looks_like_an_option, missing_value, opt_positive_duration, path_arg,
+};
+use crate::attempt::http::{Body, CONNECT_TIMEOUT, Data, HttpOptions, IdempotencyKey};
 use crate::classify::{HttpRules, RETRY_AFTER_MAX, StatusSet};
-use crate::cli::HttpArgs;
-use crate::mask;
+use crate::cli::{Cli, HttpArgs};
 
 const STATUS_FORM: &str =
     "HTTP statuses, ranges and classes from 100 to 599, such as 200,204, 500-504 or 5xx";
-
-/// One piece of the request body: `-d STR|@FILE` or `--json STR|@FILE`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Data {
-    Inline(Vec<u8>),
-    /// `@FILE`: read once, before the first attempt (`@-`: stdin).
-    File(PathBuf),
-}
-
-/// What the body is, which decides its default Content-Type.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Body {
-    /// `-d`, repeatable: the pieces joined with `&`, sent as a form.
-    Form(Vec<Data>),
-    /// `--json`: sent as JSON, asking for JSON back.
-    Json(Data),
-}
-
-/// `--connect-timeout`'s default: long enough for a slow handshake across
-/// the world, short enough that a black-holed address cannot hang a run.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The `Idempotency-Key` sent with every attempt.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IdempotencyKey {
-    Given(HeaderValue),
-    /// A random UUID v4, drawn once per run.
-    Auto,
-}
-
-/// The validated request of HTTP mode.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HttpOptions {
-    pub url: Url,
-    pub method: Method,
-    pub headers: Vec<(HeaderName, HeaderValue)>,
-    /// `-H @FILE`: files of header lines, read before the first request.
-    pub header_files: Vec<PathBuf>,
-    pub body: Option<Body>,
-    pub connect_timeout: Duration,
-    /// `-o FILE`; None (or `-o -`) is stdout.
-    pub output: Option<PathBuf>,
-    pub idempotency_key: Option<IdempotencyKey>,
-    /// `--cacert FILE`: extra trust anchors.
-    pub cacert: Option<PathBuf>,
-    /// `--insecure`: no certificate verification.
-    pub insecure: bool,
-}
-
-impl HttpOptions {
-    /// The request as log lines and `--dry-run` show it, secrets hidden:
-    /// `POST https://host/path -H 'Authorization: ***'`.
-    pub fn display_words(&self) -> Vec<OsString> {
-        let mut words = vec![
-            OsString::from(self.method.as_str()),
-            OsString::from(mask::url(self.url.as_str())),
-        ];
-        for (name, value) in &self.headers {
-            words.push("-H".into());
-            let value = String::from_utf8_lossy(value.as_bytes());
-            words.push(mask::header(name.as_str(), &value).into());
-        }
-        for file in &self.header_files {
-            words.push("-H".into());
-            let mut w = OsString::from("@");
-            w.push(file);
-            words.push(w);
-        }
-        words
-    }
-}
 
 /// Methods whose repetition has the same effect as one request (RFC 9110,
 /// section 9.2.2). Anything else, POST and PATCH above all, might do its work
@@ -104,8 +33,8 @@ fn is_idempotent(m: &Method) -> bool {
 
 /// Validate the HTTP flags. `Ok(None)` when `--http` was not given (and no
 /// HTTP-only flag either).
-pub fn from_args(args: HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, UsageError> {
-    let Some(raw_url) = args.url else {
+pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, UsageError> {
+    let Some(raw_url) = &args.url else {
         let stray = [
             ("--method", args.method.is_some()),
             ("--header", !args.headers.is_empty()),
@@ -135,7 +64,7 @@ pub fn from_args(args: HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Usa
         .ok_or_else(|| {
             invalid(
                 "--http",
-                &raw_url,
+                raw_url,
                 "an http:// or https:// URL such as https://example.com/health",
             )
         })?;
@@ -156,7 +85,7 @@ pub fn from_args(args: HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Usa
         None => Method::GET,
         Some(m) => Method::from_bytes(m.trim().to_ascii_uppercase().as_bytes())
             .ok()
-            .filter(|_| !m.trim().is_empty())
+            .filter(|_| !m.trim().is_empty() && !m.trim().starts_with('-'))
             .ok_or_else(|| invalid("--method", m, "an HTTP method such as GET, POST or PUT"))?,
     };
 
@@ -189,12 +118,12 @@ pub fn from_args(args: HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Usa
         Some(k) => Some(IdempotencyKey::Given(
             HeaderValue::from_str(k.trim())
                 .ok()
-                .filter(|v| !v.is_empty())
+                .filter(|v| !v.is_empty() && !k.trim().starts_with('-'))
                 .ok_or_else(|| {
                     invalid(
                         "--idempotency-key",
                         k,
-                        "'auto' or a non-empty key of visible ASCII characters",
+                        "'auto' or a non-empty key of visible ASCII characters, not starting with '-'",
                     )
                 })?,
         )),
@@ -231,12 +160,18 @@ pub fn from_args(args: HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Usa
     {
         return Err(invalid("--output", "", "a file name, or - for stdout"));
     }
+    if let Some(o) = args.output.as_deref().filter(|o| o.as_os_str() != "-") {
+        path_arg("--output", o, "a file name, or - for stdout")?;
+    }
     if args
         .cacert
         .as_ref()
         .is_some_and(|c| c.as_os_str().is_empty())
     {
         return Err(invalid("--cacert", "", "a file of PEM certificates"));
+    }
+    if let Some(c) = &args.cacert {
+        path_arg("--cacert", c, "a file of PEM certificates")?;
     }
     let options = HttpOptions {
         url,
@@ -249,12 +184,45 @@ pub fn from_args(args: HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Usa
             args.connect_timeout.as_deref(),
         )?
         .unwrap_or(CONNECT_TIMEOUT),
-        output: args.output.filter(|o| o.as_os_str() != "-"),
+        output: args.output.clone().filter(|o| o.as_os_str() != "-"),
         idempotency_key,
-        cacert: args.cacert,
+        cacert: args.cacert.clone(),
         insecure: args.insecure,
     };
     Ok(Some((options, rules)))
+}
+
+/// With `--http`, the flags that belong to a COMMAND are refused.
+pub(super) fn exclusive(cli: &Cli) -> Result<(), UsageError> {
+    if !cli.command.is_empty() {
+        return Err(UsageError(
+            "--http and COMMAND are mutually exclusive: give one or the other".to_string(),
+        ));
+    }
+    for (flag, given) in [
+        ("--retry-on", cli.retry_on.is_some()),
+        ("--stop-on", cli.stop_on.is_some()),
+        ("--success-on", cli.success_on.is_some()),
+    ] {
+        if given {
+            return Err(UsageError(format!(
+                "{flag} applies to exit codes of a COMMAND: with --http use --expect or --retry-status"
+            )));
+        }
+    }
+    let process = [
+        ("--restart-on-success", cli.restart_on_success),
+        ("--retry-if-output", !cli.retry_if_output.is_empty()),
+        ("--stop-if-output", !cli.stop_if_output.is_empty()),
+    ];
+    for (flag, given) in process.into_iter().chain(super::process::given(cli)) {
+        if given {
+            return Err(UsageError(format!(
+                "{flag} applies to a COMMAND's processes, not to --http"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `STR` or `@FILE` as `-d` and `--json` take them.
@@ -316,6 +284,9 @@ fn status(s: &str) -> Result<u16, String> {
 fn opt_statuses(flag: &str, value: Option<&str>) -> Result<Option<StatusSet>, UsageError> {
     value
         .map(|s| {
+            if looks_like_an_option(s) {
+                return Err(missing_value(flag, s, STATUS_FORM));
+            }
             parse_statuses(s).map_err(|why| {
                 UsageError(format!(
                     "invalid value '{s}' for {flag}: {why}; expected {STATUS_FORM}"
@@ -327,6 +298,8 @@ fn opt_statuses(flag: &str, value: Option<&str>) -> Result<Option<StatusSet>, Us
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::cli::Cli;
     use clap::Parser;
@@ -334,7 +307,7 @@ mod tests {
     fn parse(args: &[&str]) -> Result<Option<(HttpOptions, HttpRules)>, UsageError> {
         let mut argv = vec!["retry"];
         argv.extend_from_slice(args);
-        from_args(Cli::parse_from(argv).http)
+        from_args(&Cli::parse_from(argv).http)
     }
 
     fn ok(args: &[&str]) -> (HttpOptions, HttpRules) {

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{UsageError, invalid, parse_duration};
+use super::{Names, UsageError, invalid, parse_duration, path_arg};
 use crate::cli::StateArgs;
 use crate::state::rules::{Breaker, Budget, Pace};
 use crate::state::{Features, StoreAt, default_dir};
@@ -19,7 +19,7 @@ pub struct StateOptions {
 }
 
 const GROUP_FORM: &str =
-    "1 to 64 letters, digits, '.', '_' or '-', not starting with '.', such as nightly-sync";
+    "1 to 64 letters, digits, '.', '_' or '-', not starting with '.' or '-', such as nightly-sync";
 const RATE_FORM: &str = "a count per time unit, such as 20/s, 600/m or 5/10s";
 const BUDGET_FORM: &str =
     "TOKENS[:RATIO], such as 100 or 100:0.1 (TOKENS at least 1, RATIO from 0 to TOKENS)";
@@ -56,12 +56,12 @@ pub fn rules(a: &StateArgs) -> Result<Rules, UsageError> {
     })
 }
 
-pub fn from_args(a: StateArgs) -> Result<StateOptions, UsageError> {
+pub fn from_args(a: &StateArgs, names: &Names) -> Result<StateOptions, UsageError> {
     let Rules {
         pace,
         budget,
         breaker,
-    } = rules(&a)?;
+    } = rules(a)?;
 
     let wanted = [
         ("--pace", pace.is_some()),
@@ -70,6 +70,16 @@ pub fn from_args(a: StateArgs) -> Result<StateOptions, UsageError> {
         ("--state-show", a.state_show),
     ];
     let Some((first, _)) = wanted.iter().find(|(_, on)| *on) else {
+        // Unused, a group or store given on the command line is still
+        // checked: it may be a flag that took the next word as its value.
+        if let Some(g) = a.group.as_deref().filter(|_| !names.came_from_env("group"))
+            && !valid_group(g)
+        {
+            return Err(invalid("--group", g, GROUP_FORM));
+        }
+        if let Some(s) = a.state.as_deref().filter(|_| !names.came_from_env("state")) {
+            parse_store(s)?;
+        }
         return Ok(StateOptions::default());
     };
     let group = match a.group.as_deref() {
@@ -105,7 +115,7 @@ pub fn from_args(a: StateArgs) -> Result<StateOptions, UsageError> {
 
 fn valid_group(g: &str) -> bool {
     (1..=64).contains(&g.len())
-        && !g.starts_with('.')
+        && !g.starts_with(['.', '-'])
         && g.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
@@ -132,6 +142,11 @@ fn parse_store(s: &str) -> Result<StoreAt, UsageError> {
     if s.trim().is_empty() {
         return Err(invalid("--state", s, "a directory or a Redis URL"));
     }
+    path_arg(
+        "--state",
+        std::path::Path::new(s),
+        "a directory, or a redis://, rediss:// or unix:// URL",
+    )?;
     Ok(StoreAt::Dir(PathBuf::from(s)))
 }
 
@@ -214,7 +229,7 @@ mod tests {
         let mut argv = vec!["retry"];
         argv.extend_from_slice(args);
         argv.extend_from_slice(&["--", "true"]);
-        from_args(Cli::parse_from(argv).state)
+        from_args(&Cli::parse_from(argv).state, &Names(&[]))
     }
 
     fn err(args: &[&str]) -> String {

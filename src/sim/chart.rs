@@ -1,28 +1,18 @@
-//! Requests over time as a plain-text bar chart that fits the terminal's
-//! width. The height of a column is in requests per 100 ms whatever the
-//! width: each column shows the busiest 100 ms window that ends in it, so
-//! the tallest column is the report's "busiest 100ms window", at 40
-//! columns as at 200.
+//! **Pure.** Requests over time as a plain-text bar chart of a given width
+//! (the terminal's, which `cmd` reads). The height of a column is in
+//! requests per 100 ms whatever the width: each column shows the busiest
+//! 100 ms window that ends in it, so the tallest column is the report's
+//! "busiest 100ms window", at 40 columns as at 200.
 
 use std::fmt::Write;
 use std::time::Duration;
 
 use super::tally::{Timeline, WINDOW_NS, nanos};
-use crate::log::human;
+use crate::human::human;
 
 /// Width of the count labels on the left, at least (a count with more
 /// digits widens them).
 const LABEL: usize = 6;
-
-/// The width to draw at: the terminal's when stdout is one, else `COLUMNS`,
-/// else 80; kept within 40..=200 so the chart stays readable.
-pub fn width() -> usize {
-    let w = terminal_size::terminal_size_of(std::io::stdout())
-        .map(|(w, _)| usize::from(w.0))
-        .or_else(|| std::env::var("COLUMNS").ok()?.trim().parse().ok())
-        .unwrap_or(80);
-    w.clamp(40, 200)
-}
 
 /// The heading line of a chart.
 pub const TITLE: &str = "requests per 100ms (each column: its busiest 100ms):";

@@ -10,7 +10,8 @@ use serde::Serialize;
 use super::Model;
 use super::report::Summary;
 use crate::backoff::{Growth, Jitter};
-use crate::policy::{Policy, SimOptions};
+use crate::policy::SimOptions;
+use crate::retry_policy::Policy;
 
 /// The JSON report (every field is documented with `--simulate` in the
 /// user guide; keep them in step).
@@ -77,12 +78,18 @@ fn ms(d: Duration) -> f64 {
 }
 
 impl<'a> Report<'a> {
-    pub fn of(policy: &Policy, sim: &SimOptions, seed: u64, runs: &'a [Summary]) -> Report<'a> {
+    pub fn of(
+        policy: &Policy,
+        sim: &SimOptions,
+        model: &Model,
+        seed: u64,
+        runs: &'a [Summary],
+    ) -> Report<'a> {
         Report {
             clients: sim.clients,
-            model: sim.model.describe(),
+            model: model.describe(),
             seed,
-            server: Server::of(&sim.model),
+            server: Server::of(model),
             policy: PolicyJson::of(policy, sim),
             request_limit: super::request_limit(sim.clients),
             runs,
@@ -131,11 +138,11 @@ impl PolicyJson {
             jitter_max_ms: jitter_max.map(ms),
             reset_after_ms: policy.reset_after.map(ms),
             stagger_ms: policy.stagger.map(ms),
-            pace: sim.fleet.pace.map(|p| PaceJson {
+            pace: sim.pace.map(|p| PaceJson {
                 per_s: 1e6 / p.interval as f64,
                 burst: p.burst,
             }),
-            budget: sim.fleet.budget.map(|b| BudgetJson {
+            budget: sim.budget.map(|b| BudgetJson {
                 tokens: b.max_milli as f64 / 1000.0,
                 ratio: b.ratio_milli as f64 / 1000.0,
             }),

@@ -19,7 +19,7 @@ use plotters::prelude::*;
 use super::Outcome;
 use super::report::{Summary, WINDOW};
 use super::tally::nanos;
-use crate::log::human;
+use crate::human::human;
 
 /// What the picture shows besides the runs.
 #[derive(Debug, Clone, Copy)]

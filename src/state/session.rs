@@ -11,8 +11,8 @@ use nix::sys::signal::Signal;
 
 use super::rules::{Admit, Breaker, Budget, Micros, Op, Pace, Plan, Reply};
 use super::{AnyStore, Store, StoreAt};
-use crate::log::{Event, human};
-use crate::run::Sink;
+use crate::event::{Event, Sink};
+use crate::human::human;
 use crate::signals::Signals;
 
 /// The longest one state operation may take, whatever the store.

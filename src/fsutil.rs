@@ -1,0 +1,628 @@
+//! Safe file primitives for the files retry writes where other users may be
+//! active: the shared-state store, `-o`, `--metrics-file`, held output and
+//! the log file.
+//!
+//! Everything happens relative to an open directory descriptor (`openat`,
+//! `renameat`, `linkat`), so a directory path swapped after it was checked
+//! cannot redirect a write. Names are opened with `O_NOFOLLOW`: a symbolic
+//! link is followed only where [`resolve`] found it safe (a link that only
+//! the caller, root or the directory's owner could have made). Temporary
+//! files are unnamed (`O_TMPFILE`) where the file system allows, so nothing
+//! is left behind whatever kills retry, and otherwise get a unique name
+//! created with `O_EXCL`. Every descriptor is close-on-exec.
+
+use std::ffi::{OsStr, OsString};
+use std::fmt;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+
+use nix::errno::Errno;
+use nix::fcntl::{AT_FDCWD, AtFlags, OFlag, openat, readlinkat, renameat};
+use nix::sys::stat::{FileStat, Mode, SFlag, fchmod, fstat, fstatat, mkdirat};
+use nix::unistd::{Gid, Group, Uid, UnlinkatFlags, User, fchown, linkat, unlinkat};
+
+/// How far [`resolve`] follows a chain of symbolic links, as the kernel's
+/// own limit for one path.
+const MAX_LINKS: usize = 40;
+
+/// Why a directory or file is not used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Untrusted {
+    pub path: PathBuf,
+    pub why: String,
+}
+
+impl fmt::Display for Untrusted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.path.display(), self.why)
+    }
+}
+
+impl std::error::Error for Untrusted {}
+
+/// What a directory must satisfy before retry writes in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// retry's own directories (the state store): owned by the caller and
+    /// writable by nobody else, as ssh asks of `~/.ssh`.
+    Private,
+    /// A directory the user named for an output: owned by the caller or
+    /// root, and writable by nobody else, unless it is sticky (`/tmp`),
+    /// where others cannot remove or rename what retry creates and every
+    /// name retry creates is new (`O_EXCL`, `O_TMPFILE`).
+    Output,
+}
+
+/// An open directory, and the path it was opened by (for messages only).
+#[derive(Debug)]
+pub struct Dir {
+    fd: OwnedFd,
+    path: PathBuf,
+}
+
+fn io_err(e: Errno) -> io::Error {
+    io::Error::from_raw_os_error(e as i32)
+}
+
+fn mode_bits(stat: &FileStat) -> u32 {
+    stat.st_mode
+}
+
+fn is_dir(stat: &FileStat) -> bool {
+    mode_bits(stat) & SFlag::S_IFMT.bits() == SFlag::S_IFDIR.bits()
+}
+
+fn is_symlink(stat: &FileStat) -> bool {
+    mode_bits(stat) & SFlag::S_IFMT.bits() == SFlag::S_IFLNK.bits()
+}
+
+/// Whether a group-writable directory's group is the caller's own private
+/// group (a group of the caller's name with nobody else in it, as Debian
+/// creates for each user): then "writable by the group" means "by the
+/// caller". Debian's OpenSSH accepts such groups for the same reason.
+fn group_is_callers_own(gid: u32) -> bool {
+    let euid = Uid::effective();
+    let Ok(Some(user)) = User::from_uid(euid) else {
+        return false;
+    };
+    let Ok(Some(group)) = Group::from_gid(Gid::from_raw(gid)) else {
+        return false;
+    };
+    group.name == user.name && group.mem.iter().all(|m| *m == user.name)
+}
+
+/// Judges a directory by its status against `rule`.
+fn judge_dir(stat: &FileStat, rule: Rule) -> Result<(), String> {
+    let euid = Uid::effective().as_raw();
+    let mode = mode_bits(stat);
+    let owner_ok = match rule {
+        Rule::Private => stat.st_uid == euid,
+        Rule::Output => stat.st_uid == euid || stat.st_uid == 0,
+    };
+    if !owner_ok {
+        return Err(format!(
+            "belongs to another user (uid {}), who could replace what retry writes there",
+            stat.st_uid
+        ));
+    }
+    let sticky = mode & 0o1000 != 0;
+    if mode & 0o002 != 0 && !(rule == Rule::Output && sticky) {
+        return Err(format!(
+            "is writable by every user (mode {:04o})",
+            mode & 0o7777
+        ));
+    }
+    if mode & 0o020 != 0 && !(rule == Rule::Output && sticky) && !group_is_callers_own(stat.st_gid)
+    {
+        return Err(format!(
+            "is writable by its group (mode {:04o}, gid {})",
+            mode & 0o7777,
+            stat.st_gid
+        ));
+    }
+    Ok(())
+}
+
+/// Judges a file retry keeps for itself (a store file) by its status: a
+/// regular file of the caller's that nobody else can write.
+pub fn judge_private_file(stat: &FileStat) -> Result<(), String> {
+    if mode_bits(stat) & SFlag::S_IFMT.bits() != SFlag::S_IFREG.bits() {
+        return Err("is not a regular file".into());
+    }
+    if stat.st_uid != Uid::effective().as_raw() {
+        return Err(format!("belongs to another user (uid {})", stat.st_uid));
+    }
+    if mode_bits(stat) & 0o022 != 0 {
+        return Err(format!(
+            "is writable by other users (mode {:04o})",
+            mode_bits(stat) & 0o7777
+        ));
+    }
+    Ok(())
+}
+
+impl Dir {
+    /// Opens the directory at `path` (symbolic links in the path are the
+    /// user's own choice and are followed).
+    pub fn open(path: &Path) -> io::Result<Dir> {
+        let fd = openat(
+            AT_FDCWD,
+            path,
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(io_err)?;
+        Ok(Dir {
+            fd,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Opens the directory at `path`, creating it and any missing parents
+    /// with mode 0700, and checks it against [`Rule::Private`]. Its last
+    /// component must not be a symbolic link.
+    pub fn create_private(path: &Path) -> Result<Dir, PrivateDirError> {
+        let (parent, name) = split(path).map_err(PrivateDirError::Io)?;
+        if let Some(p) = parent.as_deref().filter(|p| !p.as_os_str().is_empty()) {
+            let mut builder = std::fs::DirBuilder::new();
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder
+                .recursive(true)
+                .create(p)
+                .map_err(PrivateDirError::Io)?;
+        }
+        let parent =
+            Dir::open(parent.as_deref().unwrap_or(Path::new("."))).map_err(PrivateDirError::Io)?;
+        match mkdirat(
+            parent.fd.as_fd(),
+            name.as_os_str(),
+            Mode::from_bits_truncate(0o700),
+        ) {
+            Ok(()) | Err(Errno::EEXIST) => {}
+            Err(e) => return Err(PrivateDirError::Io(io_err(e))),
+        }
+        let fd = match openat(
+            parent.fd.as_fd(),
+            name.as_os_str(),
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::ELOOP) | Err(Errno::ENOTDIR) => {
+                return Err(PrivateDirError::Untrusted(Untrusted {
+                    path: path.to_path_buf(),
+                    why: "is not a directory (a symbolic link or a file stands there)".into(),
+                }));
+            }
+            Err(e) => return Err(PrivateDirError::Io(io_err(e))),
+        };
+        let dir = Dir {
+            fd,
+            path: path.to_path_buf(),
+        };
+        dir.check(Rule::Private)
+            .map_err(PrivateDirError::Untrusted)?;
+        Ok(dir)
+    }
+
+    /// The path this directory was opened by.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The directory's own status.
+    pub fn stat(&self) -> io::Result<FileStat> {
+        fstat(self.fd.as_fd()).map_err(io_err)
+    }
+
+    /// Checks the open directory against `rule`.
+    pub fn check(&self, rule: Rule) -> Result<(), Untrusted> {
+        let stat = self.stat().map_err(|e| Untrusted {
+            path: self.path.clone(),
+            why: format!("cannot be examined: {e}"),
+        })?;
+        judge_dir(&stat, rule).map_err(|why| Untrusted {
+            path: self.path.clone(),
+            why,
+        })
+    }
+
+    /// The status of `name` in this directory, not following a link.
+    pub fn stat_at(&self, name: &OsStr) -> io::Result<Option<FileStat>> {
+        match fstatat(self.fd.as_fd(), name, AtFlags::AT_SYMLINK_NOFOLLOW) {
+            Ok(s) => Ok(Some(s)),
+            Err(Errno::ENOENT) => Ok(None),
+            Err(e) => Err(io_err(e)),
+        }
+    }
+
+    /// Opens `name` in this directory without following a symbolic link
+    /// (`ELOOP` if one stands there). `flags` adds to `O_NOFOLLOW |
+    /// O_CLOEXEC`; `mode` applies when the file is created.
+    pub fn open_at(&self, name: &OsStr, flags: OFlag, mode: u32) -> io::Result<File> {
+        let fd = openat(
+            self.fd.as_fd(),
+            name,
+            flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
+            Mode::from_bits_truncate(mode),
+        )
+        .map_err(io_err)?;
+        Ok(File::from(fd))
+    }
+
+    /// Reads the whole of `name`, or `None` when it does not exist. A
+    /// symbolic link there is an error, never followed.
+    pub fn read_at(&self, name: &OsStr) -> io::Result<Option<(Vec<u8>, FileStat)>> {
+        use std::io::Read;
+        let mut f = match self.open_at(name, OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let stat = fstat(f.as_fd()).map_err(io_err)?;
+        if mode_bits(&stat) & SFlag::S_IFMT.bits() != SFlag::S_IFREG.bits() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "not a regular file",
+            ));
+        }
+        let mut bytes = Vec::new();
+        f.read_to_end(&mut bytes)?;
+        Ok(Some((bytes, stat)))
+    }
+
+    /// Removes `name` from this directory (a file or a link, never what a
+    /// link points to).
+    pub fn remove_at(&self, name: &OsStr) -> io::Result<()> {
+        unlinkat(self.fd.as_fd(), name, UnlinkatFlags::NoRemoveDir).map_err(io_err)
+    }
+
+    /// Renames `from` to `to`, both in this directory, replacing `to`
+    /// (whatever it is, a planted link included: the link is replaced, not
+    /// followed).
+    pub fn rename_at(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        renameat(self.fd.as_fd(), from, self.fd.as_fd(), to).map_err(io_err)
+    }
+
+    /// A new temporary file in this directory, with permission bits `mode`
+    /// (less the umask), that nobody else can have opened. Unnamed where the
+    /// file system supports `O_TMPFILE`, so a killed retry leaves nothing;
+    /// otherwise `.NAME.XXXXXXXX.tmp`, removed when the value is dropped.
+    /// `stem` names the file the temporary one will become (used only for
+    /// the fallback's name).
+    pub fn temp_file(&self, stem: &OsStr, mode: u32) -> io::Result<TempFile<'_>> {
+        let mode_t = Mode::from_bits_truncate(mode);
+        match openat(
+            self.fd.as_fd(),
+            ".",
+            OFlag::O_TMPFILE | OFlag::O_RDWR | OFlag::O_CLOEXEC,
+            mode_t,
+        ) {
+            Ok(fd) => {
+                return Ok(TempFile {
+                    dir: self,
+                    file: File::from(fd),
+                    name: None,
+                });
+            }
+            // Not supported by this kernel or file system: use a name.
+            Err(Errno::EOPNOTSUPP | Errno::EISDIR | Errno::EINVAL | Errno::ENOENT) => {}
+            Err(e) => return Err(io_err(e)),
+        }
+        self.named_temp_file(stem, mode_t)
+    }
+
+    /// The fallback of [`Dir::temp_file`]: a new file under a unique name.
+    fn named_temp_file(&self, stem: &OsStr, mode: Mode) -> io::Result<TempFile<'_>> {
+        loop {
+            let name = temp_name(stem);
+            match openat(
+                self.fd.as_fd(),
+                name.as_os_str(),
+                OFlag::O_RDWR
+                    | OFlag::O_CREAT
+                    | OFlag::O_EXCL
+                    | OFlag::O_NOFOLLOW
+                    | OFlag::O_CLOEXEC,
+                mode,
+            ) {
+                Ok(fd) => {
+                    return Ok(TempFile {
+                        dir: self,
+                        file: File::from(fd),
+                        name: Some(name),
+                    });
+                }
+                Err(Errno::EEXIST) => continue,
+                Err(e) => return Err(io_err(e)),
+            }
+        }
+    }
+
+    /// Whether a file could be created here, found by creating a temporary
+    /// one and dropping it: with `O_TMPFILE` nothing ever appears in the
+    /// directory.
+    pub fn probe_writable(&self) -> io::Result<()> {
+        self.temp_file(OsStr::new("probe"), 0o600).map(drop)
+    }
+}
+
+impl AsFd for Dir {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
+    }
+}
+
+/// Failure to set up a private directory.
+#[derive(Debug)]
+pub enum PrivateDirError {
+    Io(io::Error),
+    Untrusted(Untrusted),
+}
+
+impl fmt::Display for PrivateDirError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PrivateDirError::Io(e) => write!(f, "{e}"),
+            PrivateDirError::Untrusted(u) => write!(f, "{u}"),
+        }
+    }
+}
+
+impl std::error::Error for PrivateDirError {}
+
+/// A unique fallback name for a temporary file beside `stem`.
+fn temp_name(stem: &OsStr) -> OsString {
+    let mut name = OsString::from(".");
+    // Keep the name well under NAME_MAX whatever the stem.
+    let bytes = stem.as_bytes();
+    name.push(OsStr::from_bytes(&bytes[..bytes.len().min(200)]));
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    name.push(format!(".{}.tmp", &id[..12]));
+    name
+}
+
+/// Whether to flush a file to disk before it takes its final name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    /// fsync first: the new content survives a crash of the machine, not
+    /// only of retry (outputs written once per run).
+    Sync,
+    /// No fsync: frequent small writes whose loss in a crash is harmless.
+    Fast,
+}
+
+/// A temporary file that becomes a named one only by [`TempFile::persist`].
+#[derive(Debug)]
+pub struct TempFile<'d> {
+    dir: &'d Dir,
+    file: File,
+    /// The fallback's name; `None` for an unnamed (`O_TMPFILE`) file.
+    name: Option<OsString>,
+}
+
+impl TempFile<'_> {
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    pub fn file_mut(&mut self) -> &mut File {
+        &mut self.file
+    }
+
+    /// Gives the file `mode` (exactly, the umask does not apply) and, where
+    /// retry may, `uid` and `gid`: for a file that replaces one whose mode
+    /// and owner must stay. An owner retry cannot set is left as it is.
+    pub fn set_mode_and_owner(
+        &self,
+        mode: u32,
+        uid: Option<u32>,
+        gid: Option<u32>,
+    ) -> io::Result<()> {
+        // The owner first: a change of owner may clear set-id bits.
+        if uid.is_some() || gid.is_some() {
+            match fchown(
+                self.file.as_fd(),
+                uid.map(Uid::from_raw),
+                gid.map(Gid::from_raw),
+            ) {
+                Ok(()) | Err(Errno::EPERM) => {}
+                Err(e) => return Err(io_err(e)),
+            }
+        }
+        fchmod(self.file.as_fd(), Mode::from_bits_truncate(mode & 0o7777)).map_err(io_err)
+    }
+
+    /// Gives the file its final `name` in the directory, replacing whatever
+    /// stands there (a planted link is replaced, never followed).
+    pub fn persist(mut self, name: &OsStr, durability: Durability) -> io::Result<()> {
+        if durability == Durability::Sync {
+            self.file.sync_all()?;
+        }
+        let named = match self.name.take() {
+            Some(n) => n,
+            None => {
+                // linkat cannot replace a name: link under a unique name,
+                // then rename that over the target.
+                let tmp = temp_name(name);
+                self.link_unnamed(&tmp)?;
+                tmp
+            }
+        };
+        if let Err(e) = self.dir.rename_at(&named, name) {
+            let _ = self.dir.remove_at(&named);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Links the unnamed file under `name`: through /proc (no privilege
+    /// needed), or by descriptor where /proc is not mounted (needs
+    /// CAP_DAC_READ_SEARCH).
+    fn link_unnamed(&self, name: &OsStr) -> io::Result<()> {
+        let proc = format!("/proc/self/fd/{}", self.file.as_raw_fd());
+        match linkat(
+            AT_FDCWD,
+            proc.as_str(),
+            self.dir.fd.as_fd(),
+            name,
+            AtFlags::AT_SYMLINK_FOLLOW,
+        ) {
+            Ok(()) => Ok(()),
+            Err(Errno::ENOENT) if !Path::new("/proc/self/fd").exists() => linkat(
+                self.file.as_fd(),
+                "",
+                self.dir.fd.as_fd(),
+                name,
+                AtFlags::AT_EMPTY_PATH,
+            )
+            .map_err(io_err),
+            Err(e) => Err(io_err(e)),
+        }
+    }
+}
+
+impl Drop for TempFile<'_> {
+    fn drop(&mut self) {
+        if let Some(name) = &self.name {
+            let _ = self.dir.remove_at(name);
+        }
+    }
+}
+
+/// Splits `path` into its directory (`None` for a bare name: the current
+/// directory) and last component, which must be a real name.
+fn split(path: &Path) -> io::Result<(Option<PathBuf>, OsString)> {
+    match path.components().next_back() {
+        Some(Component::Normal(name)) => {
+            Ok((path.parent().map(Path::to_path_buf), name.to_os_string()))
+        }
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "does not name a file",
+        )),
+    }
+}
+
+/// Where a file named by the user really is: its directory (open) and its
+/// name there, after following symbolic links that are safe to follow, and
+/// what stands there now.
+#[derive(Debug)]
+pub struct Target {
+    pub dir: Dir,
+    pub name: OsString,
+    /// The existing file's status (never a link's), if there is one.
+    pub existing: Option<FileStat>,
+}
+
+impl Target {
+    /// The full path of the target, for messages.
+    pub fn path(&self) -> PathBuf {
+        self.dir.path.join(&self.name)
+    }
+}
+
+/// Whether a symbolic link found in `dir` may be followed: the rule of
+/// Linux's `fs.protected_symlinks`, applied whatever that setting is. In a
+/// directory others can write to, only a link owned by the caller or by
+/// the directory's owner is followed; elsewhere only someone trusted with
+/// the directory could have made it.
+fn link_is_safe(dir: &FileStat, link: &FileStat) -> bool {
+    let others_can_write = mode_bits(dir) & 0o022 != 0;
+    !others_can_write || link.st_uid == Uid::effective().as_raw() || link.st_uid == dir.st_uid
+}
+
+/// Resolves `path` for writing a file there: opens its directory (which
+/// must satisfy `rule`) and follows a symbolic link at the last component
+/// to its target, as curl writes through one, when the link is safe to
+/// follow (see [`link_is_safe`]); an unsafe link is an error. A dangling
+/// safe link resolves to the file it names.
+pub fn resolve(path: &Path, rule: Rule) -> Result<Target, ResolveError> {
+    let mut path = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        let (parent, name) = split(&path).map_err(|e| ResolveError::Io(path.clone(), e))?;
+        let dir_path = parent
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or_else(|| PathBuf::from("."));
+        let dir = Dir::open(&dir_path).map_err(|e| ResolveError::Io(dir_path.clone(), e))?;
+        dir.check(rule).map_err(ResolveError::Untrusted)?;
+        let existing = dir
+            .stat_at(&name)
+            .map_err(|e| ResolveError::Io(path.clone(), e))?;
+        match existing {
+            Some(link) if is_symlink(&link) => {
+                let dir_stat = dir
+                    .stat()
+                    .map_err(|e| ResolveError::Io(dir_path.clone(), e))?;
+                if !link_is_safe(&dir_stat, &link) {
+                    return Err(ResolveError::Untrusted(Untrusted {
+                        path,
+                        why: format!(
+                            "is a symbolic link made by another user (uid {}) in a directory others can write to",
+                            link.st_uid
+                        ),
+                    }));
+                }
+                let to = readlinkat(dir.fd.as_fd(), name.as_os_str())
+                    .map_err(|e| ResolveError::Io(path.clone(), io_err(e)))?;
+                path = dir_path.join(to);
+            }
+            Some(stat) if is_dir(&stat) => {
+                return Err(ResolveError::Io(
+                    path,
+                    io::Error::new(io::ErrorKind::IsADirectory, "is a directory"),
+                ));
+            }
+            existing => {
+                return Ok(Target {
+                    dir,
+                    name,
+                    existing,
+                });
+            }
+        }
+    }
+    Err(ResolveError::Io(
+        path,
+        io::Error::from_raw_os_error(Errno::ELOOP as i32),
+    ))
+}
+
+/// Failure to resolve a path for writing.
+#[derive(Debug)]
+pub enum ResolveError {
+    Io(PathBuf, io::Error),
+    Untrusted(Untrusted),
+}
+
+impl fmt::Display for ResolveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ResolveError::Io(p, e) => write!(f, "{}: {e}", p.display()),
+            ResolveError::Untrusted(u) => write!(f, "{u}"),
+        }
+    }
+}
+
+impl std::error::Error for ResolveError {}
+
+/// Opens `path` for appending (a log file), creating it with 0666 less the
+/// umask: resolved as [`resolve`] does, then opened without following any
+/// further link, so a link planted between the two steps is refused.
+pub fn open_append(path: &Path, rule: Rule) -> Result<File, ResolveError> {
+    let target = resolve(path, rule)?;
+    target
+        .dir
+        .open_at(
+            &target.name,
+            OFlag::O_WRONLY | OFlag::O_APPEND | OFlag::O_CREAT,
+            0o666,
+        )
+        .map_err(|e| ResolveError::Io(target.path(), e))
+}
+
+#[cfg(test)]
+mod tests;
