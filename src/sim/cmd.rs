@@ -212,8 +212,9 @@ pub fn main<R: Rng, F: Fn() -> R>(config: &Config, sim: &SimOptions, seed: u64, 
             report::text(&head, s, o, width, recovery)
         }
     };
-    if let (Some(file), Some(path)) = (plot, &sim.plot) {
+    if let Some(file) = plot {
         let title = heading(policy, sim, seed);
+        let path = file.path().to_path_buf();
         let written =
             super::plot::svg(&frame(&title, policy, sim), &runs).and_then(|svg| file.write(&svg));
         if let Err(e) = written {

@@ -2,40 +2,52 @@
 //! a usage error at once, not after a million clients have been simulated,
 //! and the picture never lands on the stream the report is written to.
 //!
-//! A regular file is written as a temporary file beside it and renamed
-//! into place once whole; a device or FIFO is written directly.
+//! The path is resolved with `fsutil` (its directory must be the user's or
+//! root's, a symbolic link followed only when safe); a regular file is
+//! written as a temporary file and renamed into place once whole, so a
+//! killed run leaves nothing half-drawn; a device or FIFO is written
+//! directly.
 
 use std::io::Write;
-use std::os::unix::fs::MetadataExt;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
-/// `--plot`'s destination, opened.
+use nix::fcntl::OFlag;
+use nix::sys::stat::{FileStat, SFlag};
+
+use crate::fsutil::{self, Durability, Rule, Target};
+
+/// `--plot`'s destination, checked.
 #[derive(Debug)]
-pub enum PlotFile {
-    /// A temporary file in the target's directory, renamed onto it.
-    Beside {
-        temp: tempfile::NamedTempFile,
-        target: PathBuf,
-    },
-    /// A device or FIFO, written as it is.
+pub struct PlotFile {
+    path: PathBuf,
+    to: To,
+}
+
+#[derive(Debug)]
+enum To {
+    /// A regular file (or none yet): replaced by rename.
+    File(Box<Target>),
+    /// A device or FIFO, opened, written as it is.
     Direct(std::fs::File),
 }
 
 /// Whether `meta` is the file open on descriptor `fd`.
 fn same_file(meta: &std::fs::Metadata, fd: std::os::fd::BorrowedFd<'_>) -> bool {
-    nix::sys::stat::fstat(fd).is_ok_and(|st| st.st_dev == meta.dev() && st.st_ino == meta.ino())
+    use std::os::unix::fs::MetadataExt;
+    nix::sys::stat::fstat(fd).is_ok_and(|s| s.st_dev == meta.dev() && s.st_ino == meta.ino())
 }
 
-/// Check and open `path`; the error is the usage error's whole line.
+fn is_regular(stat: &FileStat) -> bool {
+    stat.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFREG.bits()
+}
+
+/// Check `path` and make sure a file can be created there; the error is
+/// the usage error's whole line.
 pub fn open(path: &Path) -> Result<PlotFile, String> {
-    let bad = |why: String| {
-        format!(
-            "cannot write --plot {}: {why}; expected a file in an existing, writable directory",
-            path.display()
-        )
-    };
+    // The kernel's view first, every link followed: `/dev/stdout` names
+    // the report's pipe, terminal or file.
     if let Ok(meta) = std::fs::metadata(path) {
-        use std::os::fd::AsFd;
         for (stream, what) in [
             (
                 std::io::stdout().as_fd(),
@@ -53,56 +65,50 @@ pub fn open(path: &Path) -> Result<PlotFile, String> {
                 ));
             }
         }
-        if meta.is_dir() {
-            return Err(bad("it is a directory".to_string()));
-        }
-        if !meta.is_file() {
-            return std::fs::OpenOptions::new()
-                .write(true)
-                .open(path)
-                .map(PlotFile::Direct)
-                .map_err(|e| bad(e.to_string()));
-        }
     }
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
+    let bad = |why: String| {
+        format!(
+            "cannot write --plot {}: {why}; expected a file in an existing directory of yours",
+            path.display()
+        )
     };
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".part")
-        // As any new file: 0666 less the umask, not tempfile's private 0600.
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
-        .tempfile_in(&dir)
-        .map(|temp| PlotFile::Beside {
-            temp,
-            target: path.to_path_buf(),
-        })
-        .map_err(|e| bad(format!("{}: {}", dir.display(), plain(&e))))
+    let target = fsutil::resolve(path, Rule::Output).map_err(|e| bad(e.to_string()))?;
+    if target.existing.as_ref().is_some_and(|s| !is_regular(s)) {
+        let file = target
+            .dir
+            .open_at(&target.name, OFlag::O_WRONLY, 0)
+            .map_err(|e| bad(e.to_string()))?;
+        return Ok(PlotFile {
+            path: path.to_path_buf(),
+            to: To::Direct(file),
+        });
+    }
+    target
+        .dir
+        .probe_writable()
+        .map_err(|e| bad(format!("{}: {e}", target.dir.path().display())))?;
+    Ok(PlotFile {
+        path: path.to_path_buf(),
+        to: To::File(Box::new(target)),
+    })
 }
 
 impl PlotFile {
-    /// Write the picture, and put a regular file in place.
+    /// The path as given, for messages.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Write the picture; a regular file appears only whole.
     pub fn write(self, svg: &str) -> std::io::Result<()> {
-        match self {
-            PlotFile::Direct(mut f) => f.write_all(svg.as_bytes()),
-            PlotFile::Beside { mut temp, target } => {
-                temp.write_all(svg.as_bytes())?;
-                temp.as_file().sync_data()?;
-                temp.persist(&target).map(|_| ()).map_err(|e| e.error)
+        match self.to {
+            To::Direct(mut f) => f.write_all(svg.as_bytes()),
+            To::File(target) => {
+                // As any new file: 0666 less the umask.
+                let mut temp = target.dir.temp_file(&target.name, 0o666)?;
+                temp.file_mut().write_all(svg.as_bytes())?;
+                temp.persist(&target.name, Durability::Sync)
             }
         }
     }
-}
-
-/// An I/O error without tempfile's added path (which we name ourselves).
-fn plain(e: &std::io::Error) -> String {
-    e.raw_os_error().map_or_else(
-        || e.to_string(),
-        |code| std::io::Error::from_raw_os_error(code).to_string(),
-    )
 }

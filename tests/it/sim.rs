@@ -468,6 +468,27 @@ fn a_bad_plot_path_is_refused_before_the_simulation_runs() {
     out.expect_code(2);
     assert!(out.stderr_text().contains("is a directory"));
     assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+    // A directory anyone may write to (and not sticky): someone else could
+    // swap the picture, so it is refused too.
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).expect("mkdir");
+    std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+        .expect("chmod");
+    let out = retry([
+        "--simulate",
+        "10",
+        "--outage",
+        "1s",
+        "--plot",
+        open.join("p.svg").to_str().expect("utf-8 path"),
+    ])
+    .run();
+    out.expect_code(2);
+    assert!(
+        out.stderr_text().contains("writable by every user"),
+        "{}",
+        out.stderr_text()
+    );
 }
 
 #[test]
