@@ -32,7 +32,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--multiplier', '--multiplier', [CompletionResultType]::ParameterName, 'Growth factor of --backoff exponential, X >= 1 [default: 2]')
             [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Randomisation of each delay [default: full]')
             [CompletionResult]::new('--jitter', '--jitter', [CompletionResultType]::ParameterName, 'Randomisation of each delay [default: full]')
-            [CompletionResult]::new('--jitter-max', '--jitter-max', [CompletionResultType]::ParameterName, 'Largest random addition for --jitter additive [default: 1s]')
+            [CompletionResult]::new('--jitter-max', '--jitter-max', [CompletionResultType]::ParameterName, 'Largest random addition for --jitter additive, at most --cap [default: 1s]')
             [CompletionResult]::new('--max-time', '--max-time', [CompletionResultType]::ParameterName, 'Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit (0 or inf: none)')
             [CompletionResult]::new('-t', '-t', [CompletionResultType]::ParameterName, 'Per-attempt time limit; the attempt''s process group is then stopped (0 or inf: none)')
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Per-attempt time limit; the attempt''s process group is then stopped (0 or inf: none)')

@@ -29,7 +29,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --multiplier 'Growth factor of --backoff exponential, X >= 1 [default: 2]'
             cand -j 'Randomisation of each delay [default: full]'
             cand --jitter 'Randomisation of each delay [default: full]'
-            cand --jitter-max 'Largest random addition for --jitter additive [default: 1s]'
+            cand --jitter-max 'Largest random addition for --jitter additive, at most --cap [default: 1s]'
             cand --max-time 'Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit (0 or inf: none)'
             cand -t 'Per-attempt time limit; the attempt''s process group is then stopped (0 or inf: none)'
             cand --timeout 'Per-attempt time limit; the attempt''s process group is then stopped (0 or inf: none)'

@@ -10,7 +10,7 @@ full\t'uniform between 0 and the ceiling'
 equal\t'half the ceiling plus uniform up to the other half'
 decorrelated\t'uniform between base and min(cap, 3 * the previous delay); growth flags do not apply'
 additive\t'the ceiling, kept --jitter-max below the cap, plus uniform up to --jitter-max'"
-complete -c retry -l jitter-max -d 'Largest random addition for --jitter additive [default: 1s]' -r
+complete -c retry -l jitter-max -d 'Largest random addition for --jitter additive, at most --cap [default: 1s]' -r
 complete -c retry -l max-time -d 'Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit (0 or inf: none)' -r
 complete -c retry -s t -l timeout -d 'Per-attempt time limit; the attempt\'s process group is then stopped (0 or inf: none)' -r
 complete -c retry -l reset-after -d 'An attempt that ran at least DUR before failing resets the backoff' -r

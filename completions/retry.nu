@@ -41,7 +41,7 @@ module completions {
     --cap(-c): string         # Largest single delay, at least --base [default: 30s, or --base if longer]
     --multiplier(-m): string  # Growth factor of --backoff exponential, X >= 1 [default: 2]
     --jitter(-j): string@"nu-complete retry jitter" # Randomisation of each delay [default: full]
-    --jitter-max: string      # Largest random addition for --jitter additive [default: 1s]
+    --jitter-max: string      # Largest random addition for --jitter additive, at most --cap [default: 1s]
     --max-time: string        # Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit (0 or inf: none)
     --timeout(-t): string     # Per-attempt time limit; the attempt's process group is then stopped (0 or inf: none)
     --reset-after: string     # An attempt that ran at least DUR before failing resets the backoff
