@@ -273,7 +273,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("served / rejected / gave up");
     println!(
         "{:>7} {:<13} {:>24} {:>9} {:>20} {:>20} {:>20}",
-        "clients", "variant", "real (min-max gave up)", "spawned", "sim, burst 2", "sim, burst 1", "burst 1 + stagger"
+        "clients",
+        "variant",
+        "real (min-max gave up)",
+        "spawned",
+        "sim, burst 2",
+        "sim, burst 1",
+        "burst 1 + stagger"
     );
     for &clients in &o.clients {
         for variant in &o.variants {
@@ -281,7 +287,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let mut real = Vec::new();
             let mut spread = Vec::new();
             for round in 0..o.rounds {
-                let state = dir.path().join(format!("state-{clients}-{variant}-{round}"));
+                let state = dir
+                    .path()
+                    .join(format!("state-{clients}-{variant}-{round}"));
                 let shared = if variant == "pace" {
                     vec![
                         "--group".to_string(),
