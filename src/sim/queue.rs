@@ -81,10 +81,18 @@ impl<T: Copy> Queue<T> {
     /// An empty queue for `clients` clients whose ring spans at least
     /// `horizon` nanoseconds: events further ahead cost a heap push.
     pub fn new(horizon: u64, clients: u32) -> Queue<T> {
-        // Buckets widen with the fleet, so that each holds about as many
-        // events whatever its size (32 ms for a million clients): fewer,
-        // fuller buckets keep the ones being filled in cache.
-        let width = horizon.div_ceil(RING).max(32 * u64::from(clients)).max(1);
+        // About a thousand events to a bucket whatever the fleet's size:
+        // the clients' waits spread over about half the horizon (the cap),
+        // so a bucket spans that over a thousandth of the clients (31 ms
+        // for a million clients and a 30 s cap, 3 s for ten thousand).
+        // Fuller buckets keep the few being filled in cache; emptier ones
+        // would cost an allocation and a step of the ring per event.
+        let width = (horizon / 2)
+            .saturating_mul(1024)
+            .checked_div(u64::from(clients).max(1))
+            .unwrap_or(u64::MAX)
+            .max(horizon.div_ceil(RING))
+            .max(1);
         Queue {
             width,
             ring: (0..RING).map(|_| Vec::new()).collect(),
