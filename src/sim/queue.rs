@@ -106,6 +106,14 @@ impl<T: Copy> Queue<T> {
         }
     }
 
+    /// Whether `bucket` lies on the ring as it stands: within RING buckets
+    /// from the current one (counted without overflow at the end of time).
+    fn on_ring_range(&self, bucket: u64) -> bool {
+        bucket
+            .checked_sub(self.cursor)
+            .is_some_and(|ahead| ahead < RING)
+    }
+
     fn slot(&self, bucket: u64) -> usize {
         (bucket & (RING - 1)) as usize
     }
@@ -128,7 +136,7 @@ impl<T: Copy> Queue<T> {
             } else {
                 self.early.push(Reverse(Keyed { at: ns, seq, item }));
             }
-        } else if bucket < self.cursor.saturating_add(RING) {
+        } else if self.on_ring_range(bucket) {
             let slot = self.slot(bucket);
             self.ring[slot].push(Entry { at: ns, item });
             self.on_ring += 1;
@@ -187,13 +195,12 @@ impl<T: Copy> Queue<T> {
             }
             // The ring's horizon moved: bring in what now falls within it,
             // in order, ahead of anything scheduled into those buckets later.
-            let horizon = self.cursor.saturating_add(RING);
             while let Some(Reverse(Keyed { at, .. })) = self.far.peek() {
                 let Ok(ns) = u64::try_from(at.as_nanos()) else {
                     break;
                 };
                 let bucket = ns / self.width;
-                if bucket >= horizon {
+                if !self.on_ring_range(bucket) {
                     break;
                 }
                 let Some(Reverse(Keyed { item, .. })) = self.far.pop() else {
