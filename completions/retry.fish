@@ -13,6 +13,7 @@ additive\t'the ceiling, kept --jitter-max below the cap, plus uniform up to --ji
 complete -c retry -l jitter-max -d 'Largest random addition for --jitter additive, at most --cap [default: 1s]' -r
 complete -c retry -l max-time -d 'Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit (0 or inf: none)' -r
 complete -c retry -s t -l timeout -d 'Per-attempt time limit; the attempt\'s process group is then stopped (0 or inf: none)' -r
+complete -c retry -l idle-timeout -d 'Stop an attempt after DUR without progress: no byte received (HTTP mode), or no output from COMMAND (0 or inf: none) [default: 30s in HTTP mode, none for a COMMAND]' -r
 complete -c retry -l reset-after -d 'An attempt that ran at least DUR before failing resets the backoff' -r
 complete -c retry -l stagger -d 'Wait a random time from 0 to DUR before the first attempt, so that a fleet started at the same moment (one cron minute) does not start in step' -r
 complete -c retry -l seed -d 'Seed for the jitter RNG, 0 to 2^53-1: the same schedule on every platform and version [default: from the OS]' -r
@@ -23,6 +24,7 @@ complete -c retry -l retry-if-output -d 'Retry a failure whose stdout or stderr 
 complete -c retry -l stop-if-output -d 'Never retry a failure whose stdout or stderr has a line matching REGEX (repeatable; wins over --retry-if-output)' -r
 complete -c retry -l stop-signal -d 'Signal sent to the attempt\'s process group on timeout: a name or number as \'kill -l\' lists, such as INT, SIGUSR1 or RTMIN+2 [default: TERM]' -r
 complete -c retry -s k -l kill-after -d 'Grace period after the stop signal before KILL [default: 5s]' -r
+complete -c retry -l replay-stdin-max -d 'The most stdin --replay-stdin takes, such as 64M or 2G (inf: no limit) [default: 1G]' -r
 complete -c retry -l nested -d 'Inside another retry: multiply attempts (warn), or run COMMAND once' -r -f -a "multiply\t'run every attempt (and warn once that attempts multiply)'
 single\t'an inner retry runs COMMAND once'"
 complete -c retry -l log-format -d 'Log line format [default: text]' -r -f -a "text\t''
@@ -31,9 +33,11 @@ complete -c retry -l log-file -d 'Append the log to PATH instead of stderr' -r -
 complete -c retry -l http -d 'Probe URL over HTTP(S) instead of running a command' -r
 complete -c retry -s X -l method -d 'Request method [default: GET, or POST with --data or --json]' -r
 complete -c retry -s H -l header -d 'Request header \'Name: value\', or @FILE of header lines (repeatable)' -r
-complete -c retry -s d -l data -d 'Form body: the string, or @FILE for a file\'s contents; repeatable, joined with \'&\'' -r
+complete -c retry -s d -l data -d 'Form body: the string, or @FILE for a file\'s contents without CR and LF (as curl); repeatable, joined with \'&\'' -r
+complete -c retry -l data-binary -d 'As --data, but @FILE is sent byte for byte' -r
 complete -c retry -l json -d 'JSON request body: the string, or @FILE; sent with JSON Content-Type and Accept' -r
 complete -c retry -l connect-timeout -d 'Time limit for establishing each connection [default: 10s]' -r
+complete -c retry -l max-redirs -d 'Redirects to follow in one attempt; more exits 47 (0: do not follow) [default: 10]' -r
 complete -c retry -l retry-after-max -d 'Longest Retry-After to wait for; a server asking more ends the run [default: 10m]' -r
 complete -c retry -l cacert -d 'Also trust the CA certificates in this PEM file' -r -F
 complete -c retry -s o -l output -d 'Write the accepted response\'s body to FILE instead of stdout' -r -F
@@ -54,6 +58,11 @@ complete -c retry -l pace -d 'Start the group\'s retries at no more than RATE, e
 complete -c retry -l pace-burst -d 'Retries of the group that may start at once under --pace [default: 1]' -r
 complete -c retry -l budget -d 'Stop retrying while the whole group fails: a shared retry budget [default: 100:0.1]' -r
 complete -c retry -l breaker -d 'After THRESHOLD failed runs in a row, refuse to run for COOLDOWN (exit 75) [default: 5:30s]' -r
+complete -c retry -l metrics-file -d 'Write the run\'s metrics to PATH for node_exporter\'s textfile collector' -r -F
+complete -c retry -l metrics-push -d 'Push the run\'s metrics to a Prometheus Pushgateway at URL, e.g. http://pushgateway:9091' -r
+complete -c retry -l metrics-job -d 'The metrics\' job label (Pushgateway: grouping key) [default: --group, else COMMAND\'s name, or http]' -r
+complete -c retry -l metrics-label -d 'Add a label to the metrics (Pushgateway: a grouping key), e.g. instance=$(hostname); repeatable' -r
+complete -c retry -l ping -d 'Ping a heartbeat monitor at URL (healthchecks.io protocol)' -r
 complete -c retry -l color -d 'Colour retry\'s own log prefix and outcome words [default: auto]' -r -f -a "auto\t'decide from the surroundings'
 always\t''
 never\t''"
@@ -72,6 +81,7 @@ complete -c retry -l retry-non-idempotent -d 'Retry POST and PATCH even without 
 complete -c retry -l compare -d 'Simulate every jitter kind under the same policy and show them side by side'
 complete -c retry -l state-required -d 'Exit 125 when the state store cannot be used, instead of running without it'
 complete -c retry -l state-show -d 'Print the group\'s pace schedule, budget count and breaker state, and exit'
+complete -c retry -l ping-log -d 'Send a summary of the run (attempts, times, the log\'s last lines; masked, at most 10 KB) with the final ping'
 complete -c retry -l dry-run -d 'Print the delay schedule this policy produces and run nothing'
 complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retry -s V -l version -d 'Print version'

@@ -44,6 +44,7 @@ module completions {
     --jitter-max: string      # Largest random addition for --jitter additive, at most --cap [default: 1s]
     --max-time: string        # Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit (0 or inf: none)
     --timeout(-t): string     # Per-attempt time limit; the attempt's process group is then stopped (0 or inf: none)
+    --idle-timeout: string    # Stop an attempt after DUR without progress: no byte received (HTTP mode), or no output from COMMAND (0 or inf: none) [default: 30s in HTTP mode, none for a COMMAND]
     --reset-after: string     # An attempt that ran at least DUR before failing resets the backoff
     --restart-on-success      # Start COMMAND again after a success too, as a service supervisor does; a quick exit still backs off, one up for --reset-after starts from the first step
     --stagger: string         # Wait a random time from 0 to DUR before the first attempt, so that a fleet started at the same moment (one cron minute) does not start in step
@@ -58,6 +59,7 @@ module completions {
     --kill-after(-k): string  # Grace period after the stop signal before KILL [default: 5s]
     --foreground              # Run COMMAND in retry's own process group (for programs that read the terminal)
     --replay-stdin            # Read stdin once and give every attempt the same bytes
+    --replay-stdin-max: string # The most stdin --replay-stdin takes, such as 64M or 2G (inf: no limit) [default: 1G]
     --nested: string@"nu-complete retry nested" # Inside another retry: multiply attempts (warn), or run COMMAND once
     --quiet(-q)               # Fewer log lines: -q only the final give-up line, -qq nothing
     --verbose(-v)             # More log lines: attempt starts and the command line
@@ -66,9 +68,11 @@ module completions {
     --http: string            # Probe URL over HTTP(S) instead of running a command
     --method(-X): string      # Request method [default: GET, or POST with --data or --json]
     --header(-H): string      # Request header 'Name: value', or @FILE of header lines (repeatable)
-    --data(-d): string        # Form body: the string, or @FILE for a file's contents; repeatable, joined with '&'
+    --data(-d): string        # Form body: the string, or @FILE for a file's contents without CR and LF (as curl); repeatable, joined with '&'
+    --data-binary: string     # As --data, but @FILE is sent byte for byte
     --json: string            # JSON request body: the string, or @FILE; sent with JSON Content-Type and Accept
     --connect-timeout: string # Time limit for establishing each connection [default: 10s]
+    --max-redirs: string      # Redirects to follow in one attempt; more exits 47 (0: do not follow) [default: 10]
     --retry-after-max: string # Longest Retry-After to wait for; a server asking more ends the run [default: 10m]
     --cacert: path            # Also trust the CA certificates in this PEM file
     --insecure                # Do not verify the server's certificate (warned about on every run)
@@ -93,6 +97,12 @@ module completions {
     --pace-burst: string      # Retries of the group that may start at once under --pace [default: 1]
     --budget: string          # Stop retrying while the whole group fails: a shared retry budget [default: 100:0.1]
     --breaker: string         # After THRESHOLD failed runs in a row, refuse to run for COOLDOWN (exit 75) [default: 5:30s]
+    --metrics-file: path      # Write the run's metrics to PATH for node_exporter's textfile collector
+    --metrics-push: string    # Push the run's metrics to a Prometheus Pushgateway at URL, e.g. http://pushgateway:9091
+    --metrics-job: string     # The metrics' job label (Pushgateway: grouping key) [default: --group, else COMMAND's name, or http]
+    --metrics-label: string   # Add a label to the metrics (Pushgateway: a grouping key), e.g. instance=$(hostname); repeatable
+    --ping: string            # Ping a heartbeat monitor at URL (healthchecks.io protocol)
+    --ping-log                # Send a summary of the run (attempts, times, the log's last lines; masked, at most 10 KB) with the final ping
     --color: string@"nu-complete retry color" # Colour retry's own log prefix and outcome words [default: auto]
     --ci-annotations: string@"nu-complete retry ci_annotations" # GitHub Actions annotations for failed attempts and giving up [default: auto]
     --dry-run                 # Print the delay schedule this policy produces and run nothing

@@ -42,6 +42,22 @@ pub enum Status {
 }
 
 impl Status {
+    /// Whether `--max-time` stopped the attempt: the run's end is then the
+    /// deadline, in command and HTTP mode alike.
+    pub fn stopped_by_deadline(&self) -> bool {
+        matches!(
+            self,
+            Status::TimedOut {
+                limit: Limit::Deadline,
+                ..
+            } | Status::Net {
+                failure: NetFailure::TimedOut(Limit::Deadline)
+                    | NetFailure::TimedOutAfterOutput(Limit::Deadline),
+                ..
+            }
+        )
+    }
+
     /// The wait the server asked for, if the attempt got one.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
@@ -68,6 +84,8 @@ pub enum Limit {
     Attempt,
     /// `--max-time`, the overall deadline.
     Deadline,
+    /// `--idle-timeout`: nothing came for that long.
+    Idle,
 }
 
 /// The verdict on one attempt.
@@ -178,8 +196,8 @@ pub fn classify(status: &Status, rules: &Rules) -> Verdict {
         Status::TimedOut { limit, .. } => match limit {
             // Past the overall deadline there is no time left to retry in.
             Limit::Deadline => Verdict::Permanent,
-            Limit::Attempt if rules.retry_on_timeout => Verdict::Retryable,
-            Limit::Attempt => Verdict::Permanent,
+            Limit::Attempt | Limit::Idle if rules.retry_on_timeout => Verdict::Retryable,
+            Limit::Attempt | Limit::Idle => Verdict::Permanent,
         },
         Status::NotFound(_) | Status::NotExecutable(_) | Status::Interrupted(_) => {
             Verdict::Permanent
@@ -208,6 +226,25 @@ pub fn classify_with_output(status: &Status, output: &OutputMatch, rules: &Rules
     }
 }
 
+/// The verdict once the reader of retry's own stdout has gone (a pipe into
+/// `head` that has exited): a failure that would be retried is permanent,
+/// whatever its exit code, since another attempt's output would go
+/// nowhere. A command that exits with a status of its own on EPIPE (Python
+/// exits 1 on BrokenPipeError) is then treated as one that died of SIGPIPE.
+pub fn with_reader_gone(verdict: Verdict) -> Verdict {
+    match verdict {
+        Verdict::Retryable => Verdict::Permanent,
+        v => v,
+    }
+}
+
+/// Why [`with_reader_gone`] made this failure permanent, for the give-up line.
+pub fn explain_reader_gone(status: &Status) -> String {
+    format!(
+        "{status}, and the reader of retry's stdout has gone: another attempt's output would go nowhere"
+    )
+}
+
 /// Whether what the output matched may decide this failure.
 fn output_decides(status: &Status) -> bool {
     matches!(
@@ -215,7 +252,7 @@ fn output_decides(status: &Status) -> bool {
         Status::Exited(_)
             | Status::Signaled(_)
             | Status::TimedOut {
-                limit: Limit::Attempt,
+                limit: Limit::Attempt | Limit::Idle,
                 ..
             }
     )
@@ -249,7 +286,7 @@ pub fn explain(status: &Status, rules: &Rules) -> String {
             format!("{status}: whoever read its output is gone (--retry-on 141 retries it)")
         }
         Status::TimedOut {
-            limit: Limit::Attempt,
+            limit: Limit::Attempt | Limit::Idle,
             ..
         } => format!("{status}, and --no-retry-on-timeout is set"),
         Status::Http { .. } | Status::Net { .. } => http::explain(status, rules),
@@ -266,6 +303,7 @@ impl fmt::Display for Status {
             Status::TimedOut { limit, .. } => match limit {
                 Limit::Attempt => write!(f, "timed out by --timeout"),
                 Limit::Deadline => write!(f, "stopped at --max-time"),
+                Limit::Idle => write!(f, "idle for --idle-timeout"),
             },
             Status::NotFound(name) if name.is_empty() => write!(f, "command not found"),
             Status::NotFound(name) => write!(f, "command not found: {name}"),
@@ -275,7 +313,7 @@ impl fmt::Display for Status {
             Status::Http { code, retry_after } => {
                 write!(f, "HTTP {code}")?;
                 if let Some(wait) = retry_after {
-                    write!(f, ", Retry-After {}", crate::human::human(*wait))?;
+                    write!(f, ", Retry-After {}", crate::human::asked_wait(*wait))?;
                 }
                 Ok(())
             }
@@ -451,5 +489,13 @@ mod tests {
             explain_with_output(&Status::Exited(3), &none, &r),
             "exit 3 is in --stop-on"
         );
+    }
+
+    #[test]
+    fn a_gone_reader_makes_a_retryable_failure_permanent_and_nothing_else() {
+        assert_eq!(with_reader_gone(Verdict::Retryable), Verdict::Permanent);
+        assert_eq!(with_reader_gone(Verdict::Success), Verdict::Success);
+        assert_eq!(with_reader_gone(Verdict::Permanent), Verdict::Permanent);
+        assert!(explain_reader_gone(&Status::Exited(1)).starts_with("exit 1, and the reader"));
     }
 }

@@ -10,9 +10,11 @@ use std::path::PathBuf;
 use clap::{ArgAction, Parser, ValueEnum};
 
 mod http;
+mod monitor;
 mod sim;
 mod state;
 pub use http::HttpArgs;
+pub use monitor::MonitorArgs;
 pub use sim::{FormatArg, ModelArg, SimArgs};
 pub use state::StateArgs;
 
@@ -175,6 +177,17 @@ pub struct Cli {
     )]
     pub timeout: Option<String>,
 
+    /// Stop an attempt after DUR without progress: no byte received (HTTP mode), or no output
+    /// from COMMAND (0 or inf: none) [default: 30s in HTTP mode, none for a COMMAND]
+    #[arg(
+        long,
+        value_name = "DUR",
+        env = "RETRY_IDLE_TIMEOUT",
+        allow_hyphen_values = true,
+        help_heading = "Policy"
+    )]
+    pub idle_timeout: Option<String>,
+
     /// An attempt that ran at least DUR before failing resets the backoff
     #[arg(
         long,
@@ -292,6 +305,16 @@ pub struct Cli {
     #[arg(long, help_heading = "Process")]
     pub replay_stdin: bool,
 
+    /// The most stdin --replay-stdin takes, such as 64M or 2G (inf: no limit) [default: 1G]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        env = "RETRY_REPLAY_STDIN_MAX",
+        allow_hyphen_values = true,
+        help_heading = "Process"
+    )]
+    pub replay_stdin_max: Option<String>,
+
     /// Inside another retry: multiply attempts (warn), or run COMMAND once
     #[arg(
         long,
@@ -338,6 +361,9 @@ pub struct Cli {
 
     #[command(flatten)]
     pub state: StateArgs,
+
+    #[command(flatten)]
+    pub monitor: MonitorArgs,
 
     /// Colour retry's own log prefix and outcome words [default: auto]
     ///

@@ -342,6 +342,16 @@ impl Dir {
         }
     }
 
+    /// A new file with permission bits `mode` (less the umask) that no name
+    /// refers to, for scratch data (the `--replay-stdin` spool): unnamed
+    /// where the file system allows `O_TMPFILE`, else created under a unique
+    /// name (`O_EXCL`) and unlinked at once. Nothing is left whatever kills
+    /// retry afterwards, and nobody else can have opened it.
+    pub fn scratch_file(&self, mode: u32) -> io::Result<File> {
+        self.temp_file(OsStr::new("retry-scratch"), mode)?
+            .into_unnamed()
+    }
+
     /// Whether a file could be created here, found by creating a temporary
     /// one and dropping it: with `O_TMPFILE` nothing ever appears in the
     /// directory.
@@ -434,6 +444,15 @@ impl TempFile<'_> {
             }
         }
         fchmod(self.file.as_fd(), Mode::from_bits_truncate(mode & 0o7777)).map_err(io_err)
+    }
+
+    /// The file with no name left: the fallback's name is removed (an
+    /// unnamed file never had one).
+    pub fn into_unnamed(mut self) -> io::Result<File> {
+        if let Some(name) = self.name.take() {
+            self.dir.remove_at(&name)?;
+        }
+        self.file.try_clone()
     }
 
     /// Gives the file its final `name` in the directory, replacing whatever
@@ -608,6 +627,32 @@ impl fmt::Display for ResolveError {
 }
 
 impl std::error::Error for ResolveError {}
+
+/// The process's umask, the bits a new file's mode loses: read from
+/// /proc/self/status, or where that is not mounted by setting it and
+/// putting it back at once (the only way the system call offers).
+pub fn umask() -> u32 {
+    if let Some(mask) = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| umask_in_status(&s))
+    {
+        return mask;
+    }
+    let old = nix::sys::stat::umask(Mode::from_bits_truncate(0o022));
+    nix::sys::stat::umask(old);
+    old.bits() & 0o777
+}
+
+/// The `Umask:` line of a /proc/PID/status text (Linux 4.7 and later).
+fn umask_in_status(status: &str) -> Option<u32> {
+    let mask = status.lines().find_map(|l| l.strip_prefix("Umask:"))?;
+    u32::from_str_radix(mask.trim(), 8).ok().map(|m| m & 0o777)
+}
+
+/// The mode a new file gets: 0666 less the umask, as a shell's `>` gives.
+pub fn new_file_mode() -> u32 {
+    0o666 & !umask()
+}
 
 /// Opens `path` for appending (a log file), creating it with 0666 less the
 /// umask: resolved as [`resolve`] does, then opened without following any

@@ -18,6 +18,9 @@ pub struct Policy {
     pub delay: DelayPolicy,
     pub max_time: Option<Duration>,
     pub timeout: Option<Duration>,
+    /// `--idle-timeout`: an attempt without progress for this long is
+    /// stopped (in HTTP mode 30s unless given; 0 or inf: none).
+    pub idle_timeout: Option<Duration>,
     pub reset_after: Option<Duration>,
     /// `--restart-on-success`: a success is followed by another attempt.
     pub restart_on_success: bool,
@@ -40,6 +43,7 @@ impl Default for Policy {
             },
             max_time: None,
             timeout: None,
+            idle_timeout: None,
             reset_after: None,
             restart_on_success: false,
             stagger: None,

@@ -86,7 +86,7 @@ impl GiveUp {
         match *self {
             GiveUp::RetryAfterPastDeadline { after, left } => format!(
                 "the server's Retry-After ({}) points past --max-time ({} left)",
-                human(after),
+                crate::human::asked_wait(after),
                 human(left)
             ),
             GiveUp::PastDeadline { wait, left } => format!(

@@ -39,7 +39,8 @@ pub struct HttpArgs {
     )]
     pub headers: Vec<String>,
 
-    /// Form body: the string, or @FILE for a file's contents; repeatable, joined with '&'
+    /// Form body: the string, or @FILE for a file's contents without CR and LF (as curl);
+    /// repeatable, joined with '&'
     #[arg(
         short = 'd',
         long,
@@ -49,11 +50,26 @@ pub struct HttpArgs {
     )]
     pub data: Vec<String>,
 
+    /// As --data, but @FILE is sent byte for byte
+    #[arg(
+        long,
+        value_name = "STR|@FILE",
+        allow_hyphen_values = true,
+        help_heading = "HTTP"
+    )]
+    pub data_binary: Vec<String>,
+
+    /// Where each --data and --data-binary value stood on the command line
+    /// (true: --data-binary), so the pieces are joined in that order. Filled
+    /// in by the parser; empty when built otherwise.
+    #[arg(skip)]
+    pub data_order: Vec<bool>,
+
     /// JSON request body: the string, or @FILE; sent with JSON Content-Type and Accept
     #[arg(
         long,
         value_name = "STR|@FILE",
-        conflicts_with = "data",
+        conflicts_with_all = ["data", "data_binary"],
         allow_hyphen_values = true,
         help_heading = "HTTP"
     )]
@@ -67,6 +83,15 @@ pub struct HttpArgs {
         help_heading = "HTTP"
     )]
     pub connect_timeout: Option<String>,
+
+    /// Redirects to follow in one attempt; more exits 47 (0: do not follow) [default: 10]
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "HTTP"
+    )]
+    pub max_redirs: Option<String>,
 
     /// Longest Retry-After to wait for; a server asking more ends the run [default: 10m]
     #[arg(

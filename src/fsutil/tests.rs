@@ -113,6 +113,27 @@ fn the_named_fallback_is_renamed_into_place_or_removed() {
 }
 
 #[test]
+fn a_scratch_file_has_no_name_either_way() {
+    let t = tmp();
+    let dir = Dir::open(t.path()).unwrap();
+    let mode = Mode::from_bits_truncate(0o600);
+    let named = dir.named_temp_file(OsStr::new("spool"), mode).unwrap();
+    assert_eq!(names(t.path()).len(), 1);
+    let mut f = named.into_unnamed().unwrap();
+    assert!(names(t.path()).is_empty());
+    let mut g = dir.scratch_file(0o600).unwrap();
+    assert!(names(t.path()).is_empty());
+    for file in [&mut f, &mut g] {
+        file.write_all(b"kept").unwrap();
+        file.rewind().unwrap();
+        let mut back = String::new();
+        file.read_to_string(&mut back).unwrap();
+        assert_eq!(back, "kept");
+        assert_eq!(file.metadata().unwrap().mode() & 0o777, 0o600);
+    }
+}
+
+#[test]
 fn the_fallback_name_is_unique_and_removed() {
     let a = temp_name(OsStr::new("x"));
     let b = temp_name(OsStr::new("x"));
@@ -245,4 +266,19 @@ fn append_creates_then_appends() {
     f.rewind().unwrap();
     f.read_to_string(&mut s).unwrap();
     assert_eq!(s, "a\nb\n");
+}
+
+#[test]
+fn the_umask_is_read_from_the_process_status() {
+    let status = "Name:\tretry\nUmask:\t0027\nState:\tR (running)\n";
+    assert_eq!(umask_in_status(status), Some(0o027));
+    assert_eq!(umask_in_status("Name:\tretry\n"), None);
+    assert_eq!(umask_in_status("Umask:\tzz\n"), None);
+    // Reading it changes nothing: the kernel reports the same value after.
+    let reported =
+        || umask_in_status(&std::fs::read_to_string("/proc/self/status").unwrap()).unwrap();
+    let before = reported();
+    assert_eq!(umask(), before);
+    assert_eq!(new_file_mode(), 0o666 & !before);
+    assert_eq!(reported(), before);
 }

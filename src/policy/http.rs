@@ -14,7 +14,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 use super::{
     UsageError, invalid, looks_like_an_option, missing_value, opt_positive_duration, path_arg,
 };
-use crate::attempt::http::{Body, CONNECT_TIMEOUT, Data, HttpOptions, IdempotencyKey};
+use crate::attempt::http::{Body, CONNECT_TIMEOUT, Data, HttpOptions, IdempotencyKey, MAX_REDIRS};
 use crate::classify::{HttpRules, RETRY_AFTER_MAX, StatusSet};
 use crate::cli::{Cli, HttpArgs};
 
@@ -39,6 +39,8 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
             ("--method", args.method.is_some()),
             ("--header", !args.headers.is_empty()),
             ("--data", !args.data.is_empty()),
+            ("--data-binary", !args.data_binary.is_empty()),
+            ("--max-redirs", args.max_redirs.is_some()),
             ("--json", args.json.is_some()),
             ("--connect-timeout", args.connect_timeout.is_some()),
             ("--retry-after-max", args.retry_after_max.is_some()),
@@ -69,12 +71,9 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
             )
         })?;
 
-    let mut pieces = Vec::with_capacity(args.data.len());
-    for d in &args.data {
-        pieces.push(data_arg("--data", d)?);
-    }
+    let pieces = form_pieces(args)?;
     let body = match &args.json {
-        Some(j) => Some(Body::Json(data_arg("--json", j)?)),
+        Some(j) => Some(Body::Json(data_arg("--json", j, false)?)),
         None if pieces.is_empty() => None,
         None => Some(Body::Form(pieces)),
     };
@@ -112,6 +111,15 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
         })?);
     }
 
+    if args.idempotency_key.is_some()
+        && headers
+            .iter()
+            .any(|(name, _)| name.as_str() == "idempotency-key")
+    {
+        return Err(UsageError(
+            "--idempotency-key and -H 'Idempotency-Key: ...' both set the key: give it once, with --idempotency-key KEY".to_string(),
+        ));
+    }
     let idempotency_key = match args.idempotency_key.as_deref() {
         None => None,
         Some("auto") => Some(IdempotencyKey::Auto),
@@ -184,6 +192,16 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
             args.connect_timeout.as_deref(),
         )?
         .unwrap_or(CONNECT_TIMEOUT),
+        max_redirs: match args.max_redirs.as_deref() {
+            None => MAX_REDIRS,
+            Some(n) => n.trim().parse::<u32>().map_err(|_| {
+                invalid(
+                    "--max-redirs",
+                    n,
+                    "a whole number of redirects to follow, 0 for none",
+                )
+            })?,
+        },
         output: args.output.clone().filter(|o| o.as_os_str() != "-"),
         idempotency_key,
         cacert: args.cacert.clone(),
@@ -225,17 +243,45 @@ pub(super) fn exclusive(cli: &Cli) -> Result<(), UsageError> {
     Ok(())
 }
 
-/// `STR` or `@FILE` as `-d` and `--json` take them.
-fn data_arg(flag: &str, d: &str) -> Result<Data, UsageError> {
+/// `STR` or `@FILE` as `-d`, `--data-binary` and `--json` take them; `-d`
+/// (`text`) removes CR and LF from a file's contents.
+fn data_arg(flag: &str, d: &str, text: bool) -> Result<Data, UsageError> {
     match d.strip_prefix('@') {
         Some("") => Err(invalid(
             flag,
             d,
             "a string, or @FILE naming a file to send (@- for stdin)",
         )),
+        Some(path) if text => Ok(Data::Text(PathBuf::from(path))),
         Some(path) => Ok(Data::File(PathBuf::from(path))),
         None => Ok(Data::Inline(d.as_bytes().to_vec())),
     }
+}
+
+/// The `-d` and `--data-binary` pieces, in command-line order when the
+/// parser recorded it (otherwise every `-d` first).
+fn form_pieces(args: &HttpArgs) -> Result<Vec<Data>, UsageError> {
+    let given = args.data.len() + args.data_binary.len();
+    let order: Vec<bool> = if args.data_order.len() == given {
+        args.data_order.clone()
+    } else {
+        std::iter::repeat_n(false, args.data.len())
+            .chain(std::iter::repeat_n(true, args.data_binary.len()))
+            .collect()
+    };
+    let (mut text, mut binary) = (args.data.iter(), args.data_binary.iter());
+    let mut pieces = Vec::with_capacity(given);
+    for is_binary in order {
+        let piece = if is_binary {
+            binary.next().map(|d| data_arg("--data-binary", d, false))
+        } else {
+            text.next().map(|d| data_arg("--data", d, true))
+        };
+        if let Some(p) = piece {
+            pieces.push(p?);
+        }
+    }
+    Ok(pieces)
 }
 
 /// `Name: value`; surrounding blanks of the value are not part of it.
@@ -338,6 +384,9 @@ mod tests {
         let (o, r) = ok(&["--http", "http://127.0.0.1:8/x"]);
         assert_eq!(o.method, Method::GET);
         assert_eq!(o.connect_timeout, Duration::from_secs(10));
+        assert_eq!(o.max_redirs, 10);
+        let (o, _) = ok(&["--http", "http://h/", "--max-redirs", "0"]);
+        assert_eq!(o.max_redirs, 0);
         assert_eq!(r, HttpRules::default());
         assert_eq!(r.retry_after_max, Duration::from_secs(600));
         let (o, _) = ok(&["--http", "http://h/", "-o", "-"]);
@@ -358,15 +407,24 @@ mod tests {
         assert_eq!(o.method, Method::PUT);
         assert_eq!(
             o.body,
-            Some(Body::Form(vec![Data::File("body.json".into())]))
+            Some(Body::Form(vec![Data::Text("body.json".into())]))
         );
         let (o, r) = ok(&["--http", "http://h/", "-d", "a=1", "-d", "@b"]);
         assert_eq!(
             o.body,
             Some(Body::Form(vec![
                 Data::Inline(b"a=1".to_vec()),
-                Data::File("b".into())
+                Data::Text("b".into())
             ]))
+        );
+        let (o, _) = ok(&["--http", "http://h/", "--data-binary", "@b", "-d", "@c"]);
+        assert_eq!(
+            o.body,
+            Some(Body::Form(vec![
+                Data::Text("c".into()),
+                Data::File("b".into())
+            ])),
+            "without the parser's record, every -d comes first"
         );
         assert_eq!(r.unsafe_method.as_deref(), Some("POST"));
         let (o, _) = ok(&["--http", "http://h/", "--json", "{}"]);
@@ -448,6 +506,20 @@ mod tests {
         );
         assert!(err(&["--insecure", "--", "true"]).contains("--http"));
         assert!(err(&["-X", "POST", "--", "true"]).contains("--method"));
+        assert!(err(&["--http", "http://h/", "--max-redirs", "-1"]).contains("--max-redirs"));
+        assert!(err(&["--max-redirs", "3", "--", "true"]).contains("--http"));
+        let both = err(&[
+            "--http",
+            "http://h/",
+            "-H",
+            "idempotency-key: a",
+            "--idempotency-key",
+            "b",
+        ]);
+        assert!(
+            both.contains("--idempotency-key") && both.contains("Idempotency-Key"),
+            "{both}"
+        );
         assert!(err(&["--expect", "200", "--", "true"]).contains("--http"));
     }
 }

@@ -26,6 +26,7 @@ pub(super) fn policy(cli: &Cli, names: &Names) -> Result<(Policy, Option<Duratio
         delay,
         max_time: limits.max_time,
         timeout: limits.timeout,
+        idle_timeout: limits.idle_timeout,
         reset_after: limits.reset_after,
         restart_on_success: cli.restart_on_success,
         stagger: limits.stagger,
@@ -161,6 +162,7 @@ struct Limits {
     max_attempts: Option<u32>,
     max_time: Option<Duration>,
     timeout: Option<Duration>,
+    idle_timeout: Option<Duration>,
     reset_after: Option<Duration>,
     stagger: Option<Duration>,
 }
@@ -187,6 +189,21 @@ fn limits(cli: &Cli, names: &Names, delay: &DelayPolicy) -> Result<Limits, Usage
         Inf::NoLimit,
     )?
     .filter(|d| !d.is_zero());
+    // Given 0 or inf: none. Not given: HTTP mode's default, so one server
+    // that accepts and never answers cannot take the whole run; a COMMAND
+    // may well be silent for long, and has none.
+    let idle_timeout = match duration(
+        names,
+        "idle_timeout",
+        "--idle-timeout",
+        cli.idle_timeout.as_deref(),
+        Inf::NoLimit,
+    )? {
+        Some(d) if d.is_zero() => None,
+        Some(d) => Some(d),
+        None if cli.http.url.is_some() => Some(crate::attempt::http::IDLE_TIMEOUT),
+        None => None,
+    };
     // A command's attempt stopped at --max-time is never retried anyway;
     // over HTTP, the connection timeout is always there to make permanent.
     if cli.no_retry_on_timeout && timeout.is_none() && cli.http.url.is_none() {
@@ -247,6 +264,7 @@ fn limits(cli: &Cli, names: &Names, delay: &DelayPolicy) -> Result<Limits, Usage
         max_attempts,
         max_time,
         timeout,
+        idle_timeout,
         reset_after,
         stagger,
     })

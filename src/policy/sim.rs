@@ -183,6 +183,10 @@ pub(super) fn exclusive(cli: &Cli, http: bool, state_show: bool) -> Result<(), U
             "--timeout",
             cli.timeout.is_some() && !cli.from_env.iter().any(|(id, _)| id == "timeout"),
         ),
+        (
+            "--idle-timeout",
+            cli.idle_timeout.is_some() && !cli.from_env.iter().any(|(id, _)| id == "idle_timeout"),
+        ),
         ("--retry-on", cli.retry_on.is_some()),
         ("--stop-on", cli.stop_on.is_some()),
         ("--success-on", cli.success_on.is_some()),

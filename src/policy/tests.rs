@@ -103,6 +103,30 @@ fn a_long_base_raises_the_default_cap_only() {
 }
 
 #[test]
+fn idle_timeout_is_30s_in_http_mode_and_none_for_a_command() {
+    let idle = |args: &[&str]| config(args).expect("valid").policy.idle_timeout;
+    assert_eq!(
+        idle(&["--http", "http://h/"]),
+        Some(Duration::from_secs(30))
+    );
+    assert_eq!(idle(&["--", "true"]), None);
+    assert_eq!(
+        idle(&["--http", "http://h/", "--idle-timeout", "2s"]),
+        Some(Duration::from_secs(2))
+    );
+    for none in ["0", "inf"] {
+        assert_eq!(idle(&["--http", "http://h/", "--idle-timeout", none]), None);
+    }
+    assert_eq!(
+        idle(&["--idle-timeout", "5m", "--", "true"]),
+        Some(Duration::from_secs(300))
+    );
+    assert!(err(&["--idle-timeout", "-1", "--", "true"]).contains("--idle-timeout"));
+    let sim = err(&["--idle-timeout", "5s", "--simulate", "10", "--outage", "1s"]);
+    assert!(sim.contains("--idle-timeout"), "{sim}");
+}
+
+#[test]
 fn zero_and_inf_mean_no_limit_for_timeouts_only() {
     for v in ["0", "0s", "inf", "infinity"] {
         let c = config(&["--timeout", v, "--max-time", v, "--", "true"]).expect(v);

@@ -207,7 +207,13 @@ fn flags_that_would_do_nothing_are_usage_errors() {
 }
 
 /// Flags whose value may rightly start with '-': a pattern, a request body.
-const HYPHEN_VALUES_ALLOWED: &[&str] = &["retry-if-output", "stop-if-output", "data", "json"];
+const HYPHEN_VALUES_ALLOWED: &[&str] = &[
+    "retry-if-output",
+    "stop-if-output",
+    "data",
+    "data-binary",
+    "json",
+];
 
 /// Every flag that takes a value takes `-1` (and, unless its value is
 /// optional, `-x`) as that value: where such a value is wrong, the error is

@@ -10,18 +10,24 @@ use reqwest::{Method, Url};
 
 use crate::mask;
 
-/// One piece of the request body: `-d STR|@FILE` or `--json STR|@FILE`.
+/// One piece of the request body: `-d STR|@FILE`, `--data-binary
+/// STR|@FILE` or `--json STR|@FILE`. Files are read once, before the first
+/// attempt (`@-`: stdin).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Data {
     Inline(Vec<u8>),
-    /// `@FILE`: read once, before the first attempt (`@-`: stdin).
+    /// `-d @FILE`: carriage returns and newlines are removed, as curl does,
+    /// so a form kept in a file may end with a newline.
+    Text(PathBuf),
+    /// `--data-binary @FILE` and `--json @FILE`: sent byte for byte.
     File(PathBuf),
 }
 
 /// What the body is, which decides its default Content-Type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body {
-    /// `-d`, repeatable: the pieces joined with `&`, sent as a form.
+    /// `-d` and `--data-binary`, repeatable: the pieces joined with `&` in
+    /// command-line order, sent as a form.
     Form(Vec<Data>),
     /// `--json`: sent as JSON, asking for JSON back.
     Json(Data),
@@ -30,6 +36,14 @@ pub enum Body {
 /// `--connect-timeout`'s default: long enough for a slow handshake across
 /// the world, short enough that a black-holed address cannot hang a run.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `--idle-timeout`'s default in HTTP mode: a server that sends nothing for
+/// this long (while connecting, before its answer or mid-body) is given up
+/// on for this attempt; a slow transfer that keeps moving is never cut.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// `--max-redirs`' default: enough for any sane chain of redirects.
+pub const MAX_REDIRS: u32 = 10;
 
 /// The `Idempotency-Key` sent with every attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,6 +63,8 @@ pub struct HttpOptions {
     pub header_files: Vec<PathBuf>,
     pub body: Option<Body>,
     pub connect_timeout: Duration,
+    /// `--max-redirs`: redirects followed in one attempt (0: none).
+    pub max_redirs: u32,
     /// `-o FILE`; None (or `-o -`) is stdout.
     pub output: Option<PathBuf>,
     pub idempotency_key: Option<IdempotencyKey>,

@@ -199,6 +199,89 @@ fn a_bad_output_directory_is_a_usage_error_and_nothing_is_sent() {
 }
 
 #[test]
+fn an_input_error_creates_no_log_file_and_appends_to_none() {
+    let s = Server::start(vec![reply(200)]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("missing");
+    let at = format!("@{}", missing.display());
+    let cacert = missing.display().to_string();
+    let open_dir = dir.path().join("open");
+    std::fs::create_dir(&open_dir).expect("mkdir");
+    std::fs::set_permissions(
+        &open_dir,
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .expect("chmod 0777");
+    let loose = open_dir.join("out").display().to_string();
+    let cases: [&[&str]; 5] = [
+        &["-H", &at],
+        &["-d", &at],
+        &["--cacert", &cacert],
+        &["-o", &loose],
+        &["-o", dir.path().to_str().expect("utf-8")],
+    ];
+    let log = dir.path().join("run.log");
+    for case in cases {
+        let mut args = vec!["--http", &s.url, "--log-file", log.to_str().expect("utf-8")];
+        args.extend_from_slice(case);
+        let r = retry(&args);
+        assert_eq!(r.code, 2, "{case:?}: {}", r.stderr);
+        assert_eq!(r.stderr.lines().count(), 1, "{case:?}: {}", r.stderr);
+        assert!(!log.exists(), "{case:?} created the log file");
+    }
+    // An existing log file is not appended to either.
+    std::fs::write(&log, "before\n").expect("write");
+    let r = retry(&[
+        "--http",
+        &s.url,
+        "--log-file",
+        log.to_str().expect("utf-8"),
+        "-d",
+        &at,
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(&log).expect("log"), "before\n");
+    thread::sleep(Duration::from_millis(100));
+    assert_eq!(s.hits(), 0, "the server saw a request");
+}
+
+#[test]
+fn input_errors_are_one_line_and_say_what_they_are_about() {
+    let s = Server::start(vec![reply(200)]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A file name with a newline and an escape sequence in it.
+    let odd = format!("@{}/a\nb\u{1b}[2J", dir.path().display());
+    let r = retry(&["--http", &s.url, "-H", &odd]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("a\\nb\\x1b[2J"), "{}", r.stderr);
+    assert!(!r.stderr.contains('\u{1b}'), "{}", r.stderr);
+    // A value echoed by the flags' own checks, too.
+    let r = retry(&["--http", &s.url, "--max-redirs", "3\n4"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("'3\\n4'"), "{}", r.stderr);
+    // --cacert takes a file, not @FILE: its errors do not speak of one.
+    let missing = dir.path().join("ca.pem");
+    let r = retry(&[
+        "--http",
+        &s.url,
+        "--cacert",
+        missing.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!(
+            "cannot read --cacert {}: No such file",
+            missing.display()
+        )),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains('@'), "{}", r.stderr);
+}
+
+#[test]
 fn headers_from_a_file() {
     let s = Server::start(vec![reply(503), reply(200)]);
     let dir = tempfile::tempdir().expect("tempdir");
@@ -283,17 +366,32 @@ fn json_sets_content_type_and_accept() {
 
 #[test]
 fn a_retry_after_of_years_gives_up_at_once() {
-    let s = Server::start(vec![reply(503).header("Retry-After", "99999999")]);
+    // Absurd: not spelled out as a number of years.
+    let s = Server::start(vec![reply(503).header("Retry-After", "99999999999999")]);
     let r = retry(&["--http", &s.url]);
     assert_eq!(r.code, 22, "{}", r.stderr);
     assert_eq!(s.hits(), 1);
     assert!(r.took < Duration::from_secs(5), "took {:?}", r.took);
     assert!(
-        r.stderr.contains("the server asked to wait 3years"),
+        r.stderr.contains(
+            "the server asked to wait more than --retry-after-max 10m (a Retry-After of over a year)"
+        ),
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains("--retry-after-max 10m"), "{}", r.stderr);
+    assert!(r.stderr.contains("Retry-After over a year"), "{}", r.stderr);
+    assert!(!r.stderr.contains("years"), "{}", r.stderr);
+    // Long, in days and hours.
+    let s = Server::start(vec![reply(503).header("Retry-After", "93600")]);
+    let r = retry(&["--http", &s.url]);
+    assert_eq!(r.code, 22, "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "the server asked to wait 1d 2h (Retry-After), more than --retry-after-max 10m"
+        ),
+        "{}",
+        r.stderr
+    );
 
     let s = Server::start(vec![reply(429).header("Retry-After", "2")]);
     let r = retry(&["--http", &s.url, "--retry-after-max", "1s"]);
@@ -335,8 +433,8 @@ fn an_interrupted_download_leaves_no_file() {
     let running =
         crate::util::retry(["--http", &s.url, "-o", file.to_str().expect("utf-8")]).spawn();
     assert_eq!(s.hits_at_least(1), 1);
-    // The temporary file exists beside the target while the request runs.
-    assert_eq!(listing(dir.path()).len(), 1, "{:?}", listing(dir.path()));
+    // The temporary file has no name while the request runs.
+    assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
     running.signal(Signal::SIGTERM);
     let out = running.wait();
     out.expect_code(143);

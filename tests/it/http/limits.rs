@@ -168,4 +168,26 @@ fn an_attempt_stopped_by_max_time_is_a_deadline_in_the_log() {
         .find(|v| v["event"] == "attempt")
         .expect("an attempt event");
     assert_eq!(attempt["outcome"], "deadline", "{}", r.stderr);
+    // The run's end too, as in command mode.
+    let done: serde_json::Value = r
+        .stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["event"] == "done")
+        .expect("a done event");
+    assert_eq!(done["outcome"], "deadline", "{}", r.stderr);
+    assert_eq!(
+        done["reason"], "--max-time ran out during the attempt",
+        "{}",
+        r.stderr
+    );
+    let s = Server::start(vec![reply(200).delay(Duration::from_secs(5))]);
+    let r = retry(&["--http", &s.url, "--max-time", "300ms"]);
+    assert_eq!(r.code, 28, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--max-time ran out during the attempt"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("is not retried"), "{}", r.stderr);
 }

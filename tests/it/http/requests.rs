@@ -100,6 +100,69 @@ fn post_is_not_retried_without_a_key() {
 }
 
 #[test]
+fn a_post_answered_429_is_retried_as_it_was_not_processed() {
+    let s = Server::start(vec![
+        reply(429).header("Retry-After", "0"),
+        reply(201).body("made"),
+    ]);
+    let r = retry(&["--http", &s.url, "-d", "order=1", "-b", "10ms"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "made");
+    assert_eq!(s.hits(), 2);
+    assert!(s.seen().iter().all(|x| x.body == b"order=1"));
+}
+
+#[test]
+fn a_post_whose_tls_handshake_was_cut_off_is_retried() {
+    // The connection ends during the handshake: the request never left.
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let addr = listener.local_addr().expect("addr");
+    let connections = Arc::new(Mutex::new(0usize));
+    let counted = Arc::clone(&connections);
+    thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            *counted.lock().expect("lock") += 1;
+            let mut hello = [0u8; 16];
+            let _ = stream.read(&mut hello);
+        }
+    });
+    let url = format!("https://{addr}/");
+    let r = retry(&["--http", &url, "-d", "order=1", "-n", "3", "-b", "10ms"]);
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert_eq!(*connections.lock().expect("lock"), 3, "{}", r.stderr);
+    assert!(!r.stderr.contains("not idempotent"), "{}", r.stderr);
+}
+
+#[test]
+fn idempotency_key_given_twice_is_a_usage_error() {
+    let s = Server::start(vec![reply(200)]);
+    let r = retry(&[
+        "--http",
+        &s.url,
+        "-d",
+        "x",
+        "-H",
+        "Idempotency-Key: abc",
+        "--idempotency-key",
+        "auto",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(r.stderr.contains("--idempotency-key"), "{}", r.stderr);
+    // In a header file too.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let headers = dir.path().join("headers");
+    std::fs::write(&headers, "idempotency-key: abc\n").expect("write");
+    let at = format!("@{}", headers.display());
+    let r = retry(&["--http", &s.url, "-H", &at, "--idempotency-key", "k"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("--idempotency-key"), "{}", r.stderr);
+    thread::sleep(Duration::from_millis(100));
+    assert_eq!(s.hits(), 0);
+}
+
+#[test]
 fn idempotency_key_auto_sends_one_key_on_every_attempt() {
     let s = Server::start(vec![reply(503), reply(502), reply(201).body("made")]);
     let r = retry(&[
@@ -314,6 +377,34 @@ fn data_from_a_file_is_sent() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("--data"), "{}", r.stderr);
     assert_eq!(s.hits(), 1);
+}
+
+#[test]
+fn data_from_a_file_loses_its_newlines_as_with_curl_and_data_binary_keeps_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("form");
+    std::fs::write(&file, "a=1\r\n&b=2\n").expect("write");
+    let at = format!("@{}", file.display());
+    let s = Server::start(vec![reply(200)]);
+    let r = retry(&["--http", &s.url, "-d", &at, "-d", "c=3\n"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // Only the file's CR and LF go; a string is sent as given.
+    assert_eq!(s.seen()[0].body, b"a=1&b=2&c=3\n");
+    assert_eq!(
+        s.seen()[0].header("Content-Type"),
+        Some("application/x-www-form-urlencoded")
+    );
+
+    let s = Server::start(vec![reply(200)]);
+    let r = retry(&["--http", &s.url, "--data-binary", &at, "-d", "c=3"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(s.seen()[0].method, "POST");
+    assert_eq!(s.seen()[0].body, b"a=1\r\n&b=2\n&c=3");
+    // In command-line order, whichever flag gave each piece.
+    let s = Server::start(vec![reply(200)]);
+    let r = retry(&["--http", &s.url, "-d", "c=3", "--data-binary", &at]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(s.seen()[0].body, b"c=3&a=1\r\n&b=2\n");
 }
 
 #[test]
