@@ -10,7 +10,7 @@ full\t'uniform between 0 and the ceiling'
 equal\t'half the ceiling plus uniform up to the other half'
 decorrelated\t'uniform between base and min(cap, 3 * the previous delay); growth flags do not apply'
 additive\t'the ceiling, kept --jitter-max below the cap, plus uniform up to --jitter-max'"
-complete -c retry -l jitter-max -d 'Largest random addition for --jitter additive [default: 1s]' -r
+complete -c retry -l jitter-max -d 'Largest random addition for --jitter additive, at most --cap [default: 1s]' -r
 complete -c retry -l max-time -d 'Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit (0 or inf: none)' -r
 complete -c retry -s t -l timeout -d 'Per-attempt time limit; the attempt\'s process group is then stopped (0 or inf: none)' -r
 complete -c retry -l idle-timeout -d 'Stop an attempt after DUR without progress: no byte received (HTTP mode), or nothing written to stdout or stderr by COMMAND (0 or inf: none) [default: 30s in HTTP mode, none for a COMMAND]' -r
@@ -48,11 +48,12 @@ complete -c retry -l retry-status -d 'Statuses worth retrying, replacing the def
 complete -c retry -l idempotency-key -d 'Send this Idempotency-Key on every attempt (\'auto\': a random UUID), so POST and PATCH may be retried' -r
 complete -c retry -l simulate -d 'Simulate N clients that all fail at once under this policy, in virtual time, and report' -r
 complete -c retry -l outage -d 'The simulated server fails every request until DUR has passed' -r
-complete -c retry -l capacity -d 'The simulated server admits RATE requests a second (burst: 100ms worth), rejecting the rest' -r
+complete -c retry -l capacity -d 'The simulated server admits RATE requests a second (a token bucket), rejecting the rest' -r
+complete -c retry -l capacity-burst -d 'Requests --capacity admits at once, its bucket\'s depth [default: 100ms worth]' -r
 complete -c retry -l model -d 'Another server model: occ (each client reads a version, then writes it back; a write fails if another came in between)' -r -f -a "occ\t'optimistic concurrency on one row (the classic backoff simulation)'"
 complete -c retry -l format -d 'Report format of the simulation [default: text]' -r -f -a "text\t''
 json\t''"
-complete -c retry -l plot -d 'Also draw the requests over time as an SVG picture in FILE' -r -F
+complete -c retry -l plot -d 'Also draw the load and the clients through over time as an SVG picture in FILE' -r -F
 complete -c retry -l group -d 'Share pace, budget and breaker with every invocation of the same group' -r
 complete -c retry -l state -d 'Where the group\'s state lives: a directory, or redis://, rediss://, unix:// [default: ~/.local/state/retry]' -r
 complete -c retry -l pace -d 'Start the group\'s retries at no more than RATE, e.g. 20/s or 600/m' -r

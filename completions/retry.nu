@@ -41,7 +41,7 @@ module completions {
     --cap(-c): string         # Largest single delay, at least --base [default: 30s, or --base if longer]
     --multiplier(-m): string  # Growth factor of --backoff exponential, X >= 1 [default: 2]
     --jitter(-j): string@"nu-complete retry jitter" # Randomisation of each delay [default: full]
-    --jitter-max: string      # Largest random addition for --jitter additive [default: 1s]
+    --jitter-max: string      # Largest random addition for --jitter additive, at most --cap [default: 1s]
     --max-time: string        # Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit (0 or inf: none)
     --timeout(-t): string     # Per-attempt time limit; the attempt's process group is then stopped (0 or inf: none)
     --idle-timeout: string    # Stop an attempt after DUR without progress: no byte received (HTTP mode), or nothing written to stdout or stderr by COMMAND (0 or inf: none) [default: 30s in HTTP mode, none for a COMMAND]
@@ -86,11 +86,12 @@ module completions {
     --retry-non-idempotent    # Retry POST and PATCH even without an idempotency key
     --simulate: string        # Simulate N clients that all fail at once under this policy, in virtual time, and report
     --outage: string          # The simulated server fails every request until DUR has passed
-    --capacity: string        # The simulated server admits RATE requests a second (burst: 100ms worth), rejecting the rest
+    --capacity: string        # The simulated server admits RATE requests a second (a token bucket), rejecting the rest
+    --capacity-burst: string  # Requests --capacity admits at once, its bucket's depth [default: 100ms worth]
     --model: string@"nu-complete retry model" # Another server model: occ (each client reads a version, then writes it back; a write fails if another came in between)
     --compare                 # Simulate every jitter kind under the same policy and show them side by side
     --format: string@"nu-complete retry format" # Report format of the simulation [default: text]
-    --plot: path              # Also draw the requests over time as an SVG picture in FILE
+    --plot: path              # Also draw the load and the clients through over time as an SVG picture in FILE
     --group: string           # Share pace, budget and breaker with every invocation of the same group
     --state: string           # Where the group's state lives: a directory, or redis://, rediss://, unix:// [default: ~/.local/state/retry]
     --state-required          # Exit 125 when the state store cannot be used, instead of running without it

@@ -150,7 +150,7 @@ pub struct Cli {
     )]
     pub jitter: Option<JitterArg>,
 
-    /// Largest random addition for --jitter additive [default: 1s]
+    /// Largest random addition for --jitter additive, at most --cap [default: 1s]
     #[arg(
         long,
         value_name = "DUR",
