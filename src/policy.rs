@@ -408,6 +408,10 @@ impl Config {
             for (flag, given) in [
                 ("--state", cli.state.state.is_some() && !from_env("state")),
                 ("--state-required", cli.state.state_required),
+                (
+                    "--state-password-file",
+                    cli.state.state_password_file.is_some() && !from_env("state_password_file"),
+                ),
             ] {
                 if given {
                     return Err(UsageError(format!(
@@ -425,7 +429,10 @@ impl Config {
             };
             (options, fleet)
         } else {
-            (state::from_args(cli.state)?, crate::sim::Fleet::default())
+            (
+                state::from_args(cli.state, &cli.from_env)?,
+                crate::sim::Fleet::default(),
+            )
         };
         let http = http::from_args(cli.http)?;
         if http.is_some() {

@@ -134,7 +134,7 @@ impl Attempt for ProcessAttempt {
             .as_ref()
             .is_some_and(Terminal::retry_is_foreground);
 
-        let env = [
+        let mut env = vec![
             ("RETRY_ATTEMPT", ctx.number.to_string()),
             (
                 "RETRY_MAX_ATTEMPTS",
@@ -146,6 +146,10 @@ impl Attempt for ProcessAttempt {
             ),
             ("RETRY_DEPTH", self.depth.to_string()),
         ];
+        // A store password never reaches the command's environment.
+        if let Some(v) = crate::state::child_state_var() {
+            env.push(("RETRY_STATE", v));
+        }
         let (stdin, feed) = match self.stdin.for_attempt() {
             Ok(s) => s,
             Err(e) => return Status::CannotStart(format!("cannot prepare stdin: {e}")),

@@ -1,0 +1,326 @@
+//! Shared state across invocations: pace, budget and breaker on the local
+//! store and on a real Redis server that each test starts for itself (on a
+//! private unix socket or 127.0.0.1 port, persistence off).
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::util::{command, path_str, retry, scratch};
+
+mod failing;
+mod rules;
+mod same;
+
+/// A redis-server of the test's own; stopped when dropped.
+struct Redis {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Redis {
+    /// On a unix socket in a private directory.
+    fn unix() -> Redis {
+        let dir = scratch();
+        let sock = dir.path().join("redis.sock");
+        let s = path_str(&sock);
+        let child = server(dir.path(), &["--port", "0", "--unixsocket", &s]);
+        let redis = Redis {
+            child,
+            url: format!("unix://{s}"),
+            _dir: dir,
+        };
+        redis.wait_ready(|| UnixStream::connect(&sock).ok().map(Conn::Unix));
+        redis
+    }
+
+    /// On 127.0.0.1 with a password.
+    fn tcp_with_password(password: &str) -> Redis {
+        let dir = scratch();
+        let port = free_port();
+        let p = port.to_string();
+        let child = server(
+            dir.path(),
+            &[
+                "--port",
+                &p,
+                "--bind",
+                "127.0.0.1",
+                "--requirepass",
+                password,
+            ],
+        );
+        let redis = Redis {
+            child,
+            url: format!("redis://127.0.0.1:{port}/0"),
+            _dir: dir,
+        };
+        redis.wait_ready(|| {
+            std::net::TcpStream::connect(("127.0.0.1", port))
+                .ok()
+                .map(Conn::Tcp)
+        });
+        redis
+    }
+
+    /// TLS only, on 127.0.0.1, with a certificate from a throwaway CA;
+    /// returns the server and the CA file to trust.
+    fn tls() -> (Redis, PathBuf) {
+        let dir = scratch();
+        let d = dir.path();
+        let openssl = |args: &[&str]| {
+            let ok = Command::new("openssl")
+                .args(args)
+                .current_dir(d)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .expect("openssl must be installed (scripts/test.sh installs it)")
+                .success();
+            assert!(ok, "openssl {args:?}");
+        };
+        openssl(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=retry test CA",
+        ]);
+        openssl(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "srv.key",
+            "-out",
+            "srv.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ]);
+        std::fs::write(
+            d.join("ext"),
+            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
+        )
+        .expect("ext");
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "srv.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "srv.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "ext",
+        ]);
+        let port = free_port();
+        let p = port.to_string();
+        let f = |n: &str| path_str(&d.join(n));
+        let child = server(
+            d,
+            &[
+                "--port",
+                "0",
+                "--tls-port",
+                &p,
+                "--bind",
+                "127.0.0.1",
+                "--tls-cert-file",
+                &f("srv.pem"),
+                "--tls-key-file",
+                &f("srv.key"),
+                "--tls-ca-cert-file",
+                &f("ca.pem"),
+                "--tls-auth-clients",
+                "no",
+            ],
+        );
+        let ca = d.join("ca.pem");
+        let redis = Redis {
+            child,
+            url: format!("rediss://127.0.0.1:{port}/0"),
+            _dir: dir,
+        };
+        // Ready once the port accepts connections (a TLS handshake is the client's job).
+        let until = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < until, "redis-server (TLS) did not start");
+            thread::sleep(Duration::from_millis(20));
+        }
+        (redis, ca)
+    }
+
+    fn wait_ready(&self, connect: impl Fn() -> Option<Conn>) {
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            if let Some(mut c) = connect() {
+                // Any reply (PONG, or NOAUTH with a password) means it serves.
+                let mut buf = [0u8; 64];
+                if c.write_all(b"PING\r\n").is_ok() && c.read(&mut buf).is_ok_and(|n| n > 0) {
+                    return;
+                }
+            }
+            assert!(Instant::now() < until, "redis-server did not start");
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+enum Conn {
+    Unix(UnixStream),
+    Tcp(std::net::TcpStream),
+}
+
+impl Conn {
+    fn write_all(&mut self, b: &[u8]) -> std::io::Result<()> {
+        match self {
+            Conn::Unix(s) => s.write_all(b),
+            Conn::Tcp(s) => s.write_all(b),
+        }
+    }
+    fn read(&mut self, b: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Conn::Unix(s) => s.read(b),
+            Conn::Tcp(s) => s.read(b),
+        }
+    }
+}
+
+fn server(dir: &Path, args: &[&str]) -> Child {
+    // scripts/test.sh installs redis-server; its absence is a failure, never a skip.
+    Command::new("redis-server")
+        .args(args)
+        .args(["--save", "", "--appendonly", "no", "--dir"])
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server must be installed (scripts/test.sh installs it)")
+}
+
+/// A 127.0.0.1 port nothing listens on (bound, then released).
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+/// The two stores under test: a fresh directory, or a fresh Redis server.
+enum Store {
+    Dir(tempfile::TempDir),
+    Redis(Redis),
+}
+
+impl Store {
+    fn local() -> Store {
+        Store::Dir(scratch())
+    }
+    fn redis() -> Store {
+        Store::Redis(Redis::unix())
+    }
+    fn arg(&self) -> String {
+        match self {
+            Store::Dir(d) => path_str(&d.path().join("state")),
+            Store::Redis(r) => r.url.clone(),
+        }
+    }
+}
+
+/// `--state-show` for the group, on stdout.
+fn show(store: &Store, group: &str, extra: &[&str]) -> String {
+    let s = store.arg();
+    let mut args = vec!["--group", group, "--state", &s, "--state-show"];
+    args.extend_from_slice(extra);
+    let out = retry(args).run();
+    out.expect_code(0);
+    out.stdout_text()
+}
+
+/// The budget count `--state-show` reports.
+fn budget_count(store: &Store, group: &str, tokens: &str) -> f64 {
+    let text = show(store, group, &["--budget", tokens]);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("budget:"))
+        .unwrap_or_else(|| panic!("no budget line in {text}"));
+    line.split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no count in {line}"))
+}
+
+/// Start `n` retries of `sh -c SCRIPT` at once; each first attempt waits for
+/// the returned gate file, so they all reach the store together.
+fn herd(n: usize, args: &[String], script: &str, dir: &Path) -> Vec<(i32, Vec<serde_json::Value>)> {
+    // One herd at a time: two at once on a small machine measure the
+    // scheduler, not the store.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let gate = dir.join("gate");
+    let gated = format!(
+        "while [ ! -e '{}' ]; do sleep 0.1; done; {script}",
+        path_str(&gate)
+    );
+    let children: Vec<Child> = (0..n)
+        .map(|_| {
+            command()
+                .args(args)
+                .args(["--log-format", "json", "-v", "--", "sh", "-c", &gated])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("spawn retry")
+        })
+        .collect();
+    std::fs::write(&gate, b"").expect("open the gate");
+    children
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().expect("wait");
+            let log = String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+                .collect();
+            (out.status.code().expect("exit code"), log)
+        })
+        .collect()
+}
+
+fn events<'a>(
+    logs: &'a [(i32, Vec<serde_json::Value>)],
+    kind: &'a str,
+) -> impl Iterator<Item = &'a serde_json::Value> + 'a {
+    logs.iter()
+        .flat_map(|(_, l)| l.iter())
+        .filter(move |e| e["event"] == kind)
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
