@@ -31,8 +31,8 @@ use anyhow::{Context as _, anyhow, bail};
 use nix::errno::Errno;
 use nix::fcntl::OFlag;
 
-use super::Store;
 use super::rules::{self, GroupState, Micros, Op, Reply};
+use super::{NotUsed, Store};
 use crate::fsutil::{Dir, Durability, PrivateDirError, Rule, judge_private_file};
 
 mod line;
@@ -84,7 +84,7 @@ impl LocalStore {
             return Ok(Arc::clone(d));
         }
         let dir = Dir::create_private(&self.path).map_err(|e| match e {
-            PrivateDirError::Untrusted(u) => anyhow!("{u}: not used"),
+            PrivateDirError::Untrusted(u) => not_used(format!("{u}")),
             PrivateDirError::Io(e) => anyhow!("cannot create {}: {e}", self.path.display()),
         })?;
         let dir = Arc::new(dir);
@@ -177,17 +177,22 @@ fn open_lock(dir: &Dir, name: &OsString) -> anyhow::Result<File> {
         .open_at(name, OFlag::O_RDONLY | OFlag::O_CREAT, 0o600)
         .map_err(|e| refused(e, "cannot open it"))?;
     let stat = nix::sys::stat::fstat(file.as_fd()).map_err(|e| anyhow!("cannot examine: {e}"))?;
-    judge_private_file(&stat).map_err(|why| anyhow!("{why}: not used"))?;
+    judge_private_file(&stat).map_err(not_used)?;
     Ok(file)
 }
 
 /// An error opening a store file, a planted link named as such.
 fn refused(e: std::io::Error, what: &str) -> anyhow::Error {
     if e.raw_os_error() == Some(Errno::ELOOP as i32) {
-        anyhow!("is a symbolic link: not followed")
+        anyhow::Error::new(NotUsed("is a symbolic link: not followed".into()))
     } else {
         anyhow!("{what}: {e}")
     }
+}
+
+/// A directory or file refused as unsafe: see [`NotUsed`].
+fn not_used(why: String) -> anyhow::Error {
+    anyhow::Error::new(NotUsed(format!("{why}: not used")))
 }
 
 /// What the holder of the group's lock does: one read-modify-write, or the probe.
@@ -235,7 +240,7 @@ fn read_file(dir: &Dir, name: &OsString) -> anyhow::Result<Option<Result<GroupSt
             return Err(refused(e, "cannot read it")).with_context(|| path.display().to_string());
         }
     };
-    judge_private_file(&stat).map_err(|why| anyhow!("{} {why}: not used", path.display()))?;
+    judge_private_file(&stat).map_err(|why| not_used(format!("{} {why}", path.display())))?;
     Ok(Some(serde_json::from_slice(&bytes).map_err(|e| {
         format!("state file {} is corrupt ({e})", path.display())
     })))
@@ -316,5 +321,13 @@ impl Store for LocalStore {
         self.group_lock(group)
             .id
             .map_or(1, |id| line::seen(id).waiting.max(1))
+    }
+
+    fn mended(&mut self, group: &str) -> bool {
+        let gl = self.group_lock(group);
+        match (gl.id, gl.stalled) {
+            (Some(id), Some(pid)) => line::seen(id).holder != Some(pid),
+            _ => false,
+        }
     }
 }

@@ -51,6 +51,20 @@ impl StoreAt {
     }
 }
 
+/// A store, or a file in it, refused as unsafe to use (another user's, or
+/// writable by others, or a planted link): a failure that trying again
+/// would not mend.
+#[derive(Debug)]
+pub struct NotUsed(pub String);
+
+impl std::fmt::Display for NotUsed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotUsed {}
+
 /// A place that applies an [`Op`] to a group's state atomically. Cancelling
 /// the future at an await point leaves the state whole.
 pub trait Store {
@@ -74,6 +88,12 @@ pub trait Store {
     /// wait for it on this host, as far as the store can tell (at least 1).
     fn waiting(&mut self, _group: &str) -> u32 {
         1
+    }
+    /// After a failure: whether what made the store fail is known to be
+    /// gone (a stalled lock holder that let go), so that it is worth
+    /// trying again at once.
+    fn mended(&mut self, _group: &str) -> bool {
+        false
     }
 }
 
@@ -143,6 +163,14 @@ impl Store for AnyStore {
             AnyStore::Local(s) => s.waiting(group),
             #[cfg(feature = "redis")]
             AnyStore::Redis(s) => s.waiting(group),
+        }
+    }
+
+    fn mended(&mut self, group: &str) -> bool {
+        match self {
+            AnyStore::Local(s) => s.mended(group),
+            #[cfg(feature = "redis")]
+            AnyStore::Redis(s) => s.mended(group),
         }
     }
 }

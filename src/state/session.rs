@@ -213,6 +213,12 @@ impl Session {
             self.store = None;
             return Err(Stop::Failed(format!("{what} (--state-required)")));
         }
+        // A store refused as unsafe is not tried again: nothing would change.
+        if e.chain()
+            .any(|c| c.downcast_ref::<super::NotUsed>().is_some())
+        {
+            self.store = None;
+        }
         let pause = self
             .down
             .as_ref()
@@ -257,6 +263,7 @@ impl Session {
                 .down
                 .as_ref()
                 .is_some_and(|d| Instant::now() < d.again_at)
+            && !store.mended(&f.group)
         {
             return Ok(None);
         }
