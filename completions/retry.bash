@@ -23,7 +23,7 @@ _retry() {
 
     case "${cmd}" in
         retry)
-            opts="-n -b -c -m -j -t -k -q -v -X -H -d -o -h -V --max --forever --backoff --base --cap --multiplier --jitter --jitter-max --max-time --timeout --reset-after --restart-on-success --stagger --seed --retry-on --stop-on --success-on --retry-if-output --stop-if-output --no-retry-on-timeout --stop-signal --kill-after --foreground --replay-stdin --nested --quiet --verbose --log-format --log-file --http --method --header --data --json --connect-timeout --retry-after-max --cacert --insecure --output --expect --retry-status --idempotency-key --retry-non-idempotent --simulate --outage --capacity --model --compare --format --plot --group --state --state-password-file --state-required --state-show --pace --pace-burst --budget --breaker --color --ci-annotations --dry-run --help --version"
+            opts="-n -b -c -m -j -t -k -q -v -X -H -d -o -h -V --max --forever --backoff --base --cap --multiplier --jitter --jitter-max --max-time --timeout --idle-timeout --reset-after --restart-on-success --stagger --seed --retry-on --stop-on --success-on --retry-if-output --stop-if-output --no-retry-on-timeout --stop-signal --kill-after --foreground --replay-stdin --nested --quiet --verbose --log-format --log-file --http --method --header --data --data-binary --json --connect-timeout --max-redirs --retry-after-max --cacert --insecure --output --expect --retry-status --idempotency-key --retry-non-idempotent --simulate --outage --capacity --model --compare --format --plot --group --state --state-password-file --state-required --state-show --pace --pace-burst --budget --breaker --color --ci-annotations --dry-run --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -86,6 +86,10 @@ _retry() {
                     return 0
                     ;;
                 -t)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --idle-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -173,11 +177,19 @@ _retry() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --data-binary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --json)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --connect-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-redirs)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

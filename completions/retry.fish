@@ -13,6 +13,7 @@ additive\t'the ceiling, kept --jitter-max below the cap, plus uniform up to --ji
 complete -c retry -l jitter-max -d 'Largest random addition for --jitter additive [default: 1s]' -r
 complete -c retry -l max-time -d 'Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit (0 or inf: none)' -r
 complete -c retry -s t -l timeout -d 'Per-attempt time limit; the attempt\'s process group is then stopped (0 or inf: none)' -r
+complete -c retry -l idle-timeout -d 'Stop an attempt after DUR without progress: no byte received (HTTP mode), or no output from COMMAND (0 or inf: none) [default: 30s in HTTP mode, none for a COMMAND]' -r
 complete -c retry -l reset-after -d 'An attempt that ran at least DUR before failing resets the backoff' -r
 complete -c retry -l stagger -d 'Wait a random time from 0 to DUR before the first attempt, so that a fleet started at the same moment (one cron minute) does not start in step' -r
 complete -c retry -l seed -d 'Seed for the jitter RNG, 0 to 2^53-1: the same schedule on every platform and version [default: from the OS]' -r
@@ -31,9 +32,11 @@ complete -c retry -l log-file -d 'Append the log to PATH instead of stderr' -r -
 complete -c retry -l http -d 'Probe URL over HTTP(S) instead of running a command' -r
 complete -c retry -s X -l method -d 'Request method [default: GET, or POST with --data or --json]' -r
 complete -c retry -s H -l header -d 'Request header \'Name: value\', or @FILE of header lines (repeatable)' -r
-complete -c retry -s d -l data -d 'Form body: the string, or @FILE for a file\'s contents; repeatable, joined with \'&\'' -r
+complete -c retry -s d -l data -d 'Form body: the string, or @FILE for a file\'s contents without CR and LF (as curl); repeatable, joined with \'&\'' -r
+complete -c retry -l data-binary -d 'As --data, but @FILE is sent byte for byte' -r
 complete -c retry -l json -d 'JSON request body: the string, or @FILE; sent with JSON Content-Type and Accept' -r
 complete -c retry -l connect-timeout -d 'Time limit for establishing each connection [default: 10s]' -r
+complete -c retry -l max-redirs -d 'Redirects to follow in one attempt; more exits 47 (0: do not follow) [default: 10]' -r
 complete -c retry -l retry-after-max -d 'Longest Retry-After to wait for; a server asking more ends the run [default: 10m]' -r
 complete -c retry -l cacert -d 'Also trust the CA certificates in this PEM file' -r -F
 complete -c retry -s o -l output -d 'Write the accepted response\'s body to FILE instead of stdout' -r -F

@@ -44,6 +44,7 @@ module completions {
     --jitter-max: string      # Largest random addition for --jitter additive [default: 1s]
     --max-time: string        # Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit (0 or inf: none)
     --timeout(-t): string     # Per-attempt time limit; the attempt's process group is then stopped (0 or inf: none)
+    --idle-timeout: string    # Stop an attempt after DUR without progress: no byte received (HTTP mode), or no output from COMMAND (0 or inf: none) [default: 30s in HTTP mode, none for a COMMAND]
     --reset-after: string     # An attempt that ran at least DUR before failing resets the backoff
     --restart-on-success      # Start COMMAND again after a success too, as a service supervisor does; a quick exit still backs off, one up for --reset-after starts from the first step
     --stagger: string         # Wait a random time from 0 to DUR before the first attempt, so that a fleet started at the same moment (one cron minute) does not start in step
@@ -66,9 +67,11 @@ module completions {
     --http: string            # Probe URL over HTTP(S) instead of running a command
     --method(-X): string      # Request method [default: GET, or POST with --data or --json]
     --header(-H): string      # Request header 'Name: value', or @FILE of header lines (repeatable)
-    --data(-d): string        # Form body: the string, or @FILE for a file's contents; repeatable, joined with '&'
+    --data(-d): string        # Form body: the string, or @FILE for a file's contents without CR and LF (as curl); repeatable, joined with '&'
+    --data-binary: string     # As --data, but @FILE is sent byte for byte
     --json: string            # JSON request body: the string, or @FILE; sent with JSON Content-Type and Accept
     --connect-timeout: string # Time limit for establishing each connection [default: 10s]
+    --max-redirs: string      # Redirects to follow in one attempt; more exits 47 (0: do not follow) [default: 10]
     --retry-after-max: string # Longest Retry-After to wait for; a server asking more ends the run [default: 10m]
     --cacert: path            # Also trust the CA certificates in this PEM file
     --insecure                # Do not verify the server's certificate (warned about on every run)

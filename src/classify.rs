@@ -42,6 +42,22 @@ pub enum Status {
 }
 
 impl Status {
+    /// Whether `--max-time` stopped the attempt: the run's end is then the
+    /// deadline, in command and HTTP mode alike.
+    pub fn stopped_by_deadline(&self) -> bool {
+        matches!(
+            self,
+            Status::TimedOut {
+                limit: Limit::Deadline,
+                ..
+            } | Status::Net {
+                failure: NetFailure::TimedOut(Limit::Deadline)
+                    | NetFailure::TimedOutAfterOutput(Limit::Deadline),
+                ..
+            }
+        )
+    }
+
     /// The wait the server asked for, if the attempt got one.
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
@@ -68,6 +84,8 @@ pub enum Limit {
     Attempt,
     /// `--max-time`, the overall deadline.
     Deadline,
+    /// `--idle-timeout`: nothing came for that long.
+    Idle,
 }
 
 /// The verdict on one attempt.
@@ -178,8 +196,8 @@ pub fn classify(status: &Status, rules: &Rules) -> Verdict {
         Status::TimedOut { limit, .. } => match limit {
             // Past the overall deadline there is no time left to retry in.
             Limit::Deadline => Verdict::Permanent,
-            Limit::Attempt if rules.retry_on_timeout => Verdict::Retryable,
-            Limit::Attempt => Verdict::Permanent,
+            Limit::Attempt | Limit::Idle if rules.retry_on_timeout => Verdict::Retryable,
+            Limit::Attempt | Limit::Idle => Verdict::Permanent,
         },
         Status::NotFound(_) | Status::NotExecutable(_) | Status::Interrupted(_) => {
             Verdict::Permanent
@@ -215,7 +233,7 @@ fn output_decides(status: &Status) -> bool {
         Status::Exited(_)
             | Status::Signaled(_)
             | Status::TimedOut {
-                limit: Limit::Attempt,
+                limit: Limit::Attempt | Limit::Idle,
                 ..
             }
     )
@@ -249,7 +267,7 @@ pub fn explain(status: &Status, rules: &Rules) -> String {
             format!("{status}: whoever read its output is gone (--retry-on 141 retries it)")
         }
         Status::TimedOut {
-            limit: Limit::Attempt,
+            limit: Limit::Attempt | Limit::Idle,
             ..
         } => format!("{status}, and --no-retry-on-timeout is set"),
         Status::Http { .. } | Status::Net { .. } => http::explain(status, rules),
@@ -266,6 +284,7 @@ impl fmt::Display for Status {
             Status::TimedOut { limit, .. } => match limit {
                 Limit::Attempt => write!(f, "timed out by --timeout"),
                 Limit::Deadline => write!(f, "stopped at --max-time"),
+                Limit::Idle => write!(f, "idle for --idle-timeout"),
             },
             Status::NotFound(name) if name.is_empty() => write!(f, "command not found"),
             Status::NotFound(name) => write!(f, "command not found: {name}"),
@@ -275,11 +294,7 @@ impl fmt::Display for Status {
             Status::Http { code, retry_after } => {
                 write!(f, "HTTP {code}")?;
                 if let Some(wait) = retry_after {
-                    write!(
-                        f,
-                        ", Retry-After {}",
-                        humantime::format_duration(round_ms(*wait))
-                    )?;
+                    write!(f, ", Retry-After {}", crate::human::asked_wait(*wait))?;
                 }
                 Ok(())
             }
@@ -287,11 +302,6 @@ impl fmt::Display for Status {
             Status::Net { failure, detail } => write!(f, "{failure}: {detail}"),
         }
     }
-}
-
-/// A duration rounded to whole milliseconds, for display.
-pub fn round_ms(d: Duration) -> Duration {
-    Duration::from_millis(u64::try_from((d.as_micros() + 500) / 1000).unwrap_or(u64::MAX))
 }
 
 /// `SIGTERM` for 15, `SIGRTMIN+2`, `signal 99` for numbers without a name.

@@ -73,7 +73,7 @@ pub struct Cli {
         long = "max",
         value_name = "N",
         env = "RETRY_MAX",
-        allow_negative_numbers = true,
+        allow_hyphen_values = true,
         help_heading = "Policy"
     )]
     pub max: Option<String>,
@@ -90,6 +90,7 @@ pub struct Cli {
         long,
         value_name = "KIND",
         env = "RETRY_BACKOFF",
+        allow_hyphen_values = true,
         help_heading = "Policy"
     )]
     pub backoff: Option<BackoffArg>,
@@ -121,7 +122,7 @@ pub struct Cli {
         short = 'm',
         long,
         value_name = "X",
-        allow_negative_numbers = true,
+        allow_hyphen_values = true,
         help_heading = "Policy"
     )]
     pub multiplier: Option<String>,
@@ -138,6 +139,7 @@ pub struct Cli {
         long,
         value_name = "KIND",
         env = "RETRY_JITTER",
+        allow_hyphen_values = true,
         help_heading = "Policy"
     )]
     pub jitter: Option<JitterArg>,
@@ -173,6 +175,17 @@ pub struct Cli {
     )]
     pub timeout: Option<String>,
 
+    /// Stop an attempt after DUR without progress: no byte received (HTTP mode), or no output
+    /// from COMMAND (0 or inf: none) [default: 30s in HTTP mode, none for a COMMAND]
+    #[arg(
+        long,
+        value_name = "DUR",
+        env = "RETRY_IDLE_TIMEOUT",
+        allow_hyphen_values = true,
+        help_heading = "Policy"
+    )]
+    pub idle_timeout: Option<String>,
+
     /// An attempt that ran at least DUR before failing resets the backoff
     #[arg(
         long,
@@ -202,21 +215,36 @@ pub struct Cli {
     #[arg(
         long,
         value_name = "N",
-        allow_negative_numbers = true,
+        allow_hyphen_values = true,
         help_heading = "Policy"
     )]
     pub seed: Option<String>,
 
     /// Only these exit codes are retryable (e.g. 1,75,100-110)
-    #[arg(long, value_name = "LIST", help_heading = "Classification")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        allow_hyphen_values = true,
+        help_heading = "Classification"
+    )]
     pub retry_on: Option<String>,
 
     /// These exit codes are permanent failures: stop at once
-    #[arg(long, value_name = "LIST", help_heading = "Classification")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        allow_hyphen_values = true,
+        help_heading = "Classification"
+    )]
     pub stop_on: Option<String>,
 
     /// These exit codes count as success
-    #[arg(long, value_name = "LIST", help_heading = "Classification")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        allow_hyphen_values = true,
+        help_heading = "Classification"
+    )]
     pub success_on: Option<String>,
 
     /// Retry a failure whose stdout or stderr has a line matching REGEX, whatever its exit code
@@ -252,7 +280,7 @@ pub struct Cli {
     #[arg(
         long,
         value_name = "SIG",
-        allow_negative_numbers = true,
+        allow_hyphen_values = true,
         help_heading = "Process"
     )]
     pub stop_signal: Option<String>,
@@ -280,6 +308,7 @@ pub struct Cli {
         long,
         value_name = "MODE",
         env = "RETRY_NESTED",
+        allow_hyphen_values = true,
         help_heading = "Process"
     )]
     pub nested: Option<NestedArg>,
@@ -297,6 +326,7 @@ pub struct Cli {
         long,
         value_name = "FORMAT",
         env = "RETRY_LOG_FORMAT",
+        allow_hyphen_values = true,
         help_heading = "Logging"
     )]
     pub log_format: Option<LogFormatArg>,
@@ -306,6 +336,7 @@ pub struct Cli {
         long,
         value_name = "PATH",
         env = "RETRY_LOG_FILE",
+        allow_hyphen_values = true,
         help_heading = "Logging"
     )]
     pub log_file: Option<PathBuf>,
@@ -323,7 +354,12 @@ pub struct Cli {
     ///
     /// auto colours only when stderr is a terminal, NO_COLOR is unset or empty
     /// and TERM is not "dumb". COMMAND's output is never touched.
-    #[arg(long, value_name = "WHEN", help_heading = "Logging")]
+    #[arg(
+        long,
+        value_name = "WHEN",
+        allow_hyphen_values = true,
+        help_heading = "Logging"
+    )]
     pub color: Option<WhenArg>,
 
     /// GitHub Actions annotations for failed attempts and giving up [default: auto]
@@ -332,7 +368,12 @@ pub struct Cli {
     /// ::error:: line to stderr, where the runner turns them into annotations.
     /// auto does so when GITHUB_ACTIONS=true, unless the JSON log goes to
     /// stderr. Annotations follow -q and -qq like the log lines they mirror.
-    #[arg(long, value_name = "WHEN", help_heading = "Logging")]
+    #[arg(
+        long,
+        value_name = "WHEN",
+        allow_hyphen_values = true,
+        help_heading = "Logging"
+    )]
     pub ci_annotations: Option<WhenArg>,
 
     /// Print the delay schedule this policy produces and run nothing

@@ -35,6 +35,15 @@ pub const HTTP_TLS: u8 = 35;
 pub const HTTP_TRUNCATED: u8 = 18;
 /// The body could not be written: stdout closed, or `-o FILE` failed (curl's 23).
 pub const HTTP_WRITE: u8 = 23;
+/// The reply is not HTTP (curl's 8, "weird server reply").
+pub const HTTP_BAD_REPLY: u8 = 8;
+/// More redirects than `--max-redirs` (curl's 47).
+pub const HTTP_TOO_MANY_REDIRECTS: u8 = 47;
+/// A redirect to a scheme retry does not follow (curl's 1, "unsupported
+/// protocol"), or from https:// down to http://.
+pub const HTTP_UNSUPPORTED: u8 = 1;
+/// A redirect's Location is not a URL (curl's 3, "URL malformed").
+pub const HTTP_BAD_URL: u8 = 3;
 
 /// One documented exit status: how it is written, and when it happens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,12 +93,24 @@ pub const TABLE: &[Row] = &[
         "75",
         "the group's circuit breaker is open (--breaker): COMMAND was not run",
     ),
+    row(
+        "1",
+        "HTTP mode: a redirect was not followed: to a scheme other than http or https, or from https:// to http://",
+    ),
+    row("3", "HTTP mode: a redirect's Location is not a valid URL"),
     row("6", "HTTP mode: the host name did not resolve"),
     row(
         "7",
         "HTTP mode: could not connect, or the connection broke before a response",
     ),
-    row("18", "HTTP mode: the response body was cut short"),
+    row(
+        "8",
+        "HTTP mode: the reply is not HTTP (garbage, TLS on an http:// URL, conflicting lengths, a malformed status)",
+    ),
+    row(
+        "18",
+        "HTTP mode: the response body was cut short (never retried once part of it reached stdout)",
+    ),
     row(
         "22",
         "HTTP mode: the final status was not accepted (as curl --fail)",
@@ -100,9 +121,10 @@ pub const TABLE: &[Row] = &[
     ),
     row(
         "28",
-        "HTTP mode: timed out (--timeout, --connect-timeout or --max-time)",
+        "HTTP mode: timed out (--timeout, --idle-timeout, --connect-timeout or --max-time; never retried once part of the body reached stdout)",
     ),
     row("35", "HTTP mode: TLS handshake or certificate failure"),
+    row("47", "HTTP mode: more redirects than --max-redirs"),
 ];
 
 /// The "Exit status" section of `--help`, drawn from [`TABLE`] and wrapped
@@ -161,10 +183,16 @@ pub fn code(status: &Status, verdict: Verdict) -> u8 {
         Status::Http { .. } => HTTP_NOT_ACCEPTED,
         Status::Net { failure, .. } => match failure {
             NetFailure::Dns => HTTP_DNS,
-            NetFailure::ConnectTimeout | NetFailure::TimedOut(_) => HTTP_TIMED_OUT,
+            NetFailure::ConnectTimeout
+            | NetFailure::TimedOut(_)
+            | NetFailure::TimedOutAfterOutput(_) => HTTP_TIMED_OUT,
             NetFailure::Tls => HTTP_TLS,
             NetFailure::Truncated | NetFailure::TruncatedOutput => HTTP_TRUNCATED,
             NetFailure::Write => HTTP_WRITE,
+            NetFailure::BadReply => HTTP_BAD_REPLY,
+            NetFailure::TooManyRedirects => HTTP_TOO_MANY_REDIRECTS,
+            NetFailure::RedirectRefused => HTTP_UNSUPPORTED,
+            NetFailure::BadRedirect => HTTP_BAD_URL,
             NetFailure::Connect | NetFailure::Lost | NetFailure::Other => HTTP_CONNECT,
         },
     }
@@ -240,6 +268,23 @@ mod tests {
         assert_eq!(code(&net(NetFailure::Tls), Verdict::Permanent), 35);
         assert_eq!(code(&net(NetFailure::Truncated), Verdict::Retryable), 18);
         assert_eq!(code(&net(NetFailure::Write), Verdict::Permanent), 23);
+        assert_eq!(
+            code(
+                &net(NetFailure::TimedOutAfterOutput(Limit::Idle)),
+                Verdict::Permanent
+            ),
+            28
+        );
+        assert_eq!(code(&net(NetFailure::BadReply), Verdict::Permanent), 8);
+        assert_eq!(
+            code(&net(NetFailure::TooManyRedirects), Verdict::Permanent),
+            47
+        );
+        assert_eq!(
+            code(&net(NetFailure::RedirectRefused), Verdict::Permanent),
+            1
+        );
+        assert_eq!(code(&net(NetFailure::BadRedirect), Verdict::Permanent), 3);
     }
 
     /// Every fixed number `code` can return has a row, and every row's
@@ -262,6 +307,10 @@ mod tests {
             HTTP_TLS,
             HTTP_TRUNCATED,
             HTTP_WRITE,
+            HTTP_BAD_REPLY,
+            HTTP_TOO_MANY_REDIRECTS,
+            HTTP_UNSUPPORTED,
+            HTTP_BAD_URL,
         ] {
             assert!(numbers.contains(&c.to_string().as_str()), "{c} has no row");
         }
@@ -278,6 +327,7 @@ mod tests {
         }
         assert!(help.lines().all(|l| l.len() <= 80), "{help}");
         assert!(help.contains("  18               HTTP mode: the response body was cut short"));
+        assert!(help.contains("  47               HTTP mode: more redirects than --max-redirs"));
     }
 
     /// README's "Exit status" table is this table, row for row.

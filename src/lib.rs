@@ -10,12 +10,16 @@ pub mod attempt;
 pub mod backoff;
 pub mod classify;
 pub mod cli;
+pub mod event;
 pub mod exit;
+pub mod finish;
 pub mod fsutil;
+pub mod human;
 pub mod log;
 pub mod mask;
 pub mod policy;
 mod probe;
+pub mod retry_policy;
 pub mod rng;
 pub mod run;
 pub mod schedule;
@@ -23,6 +27,7 @@ pub mod signals;
 pub mod signame;
 pub mod sim;
 pub mod state;
+pub mod stdio;
 pub mod wait;
 
 use std::io::Write;
@@ -34,7 +39,8 @@ use rand::rngs::SysRng;
 
 use attempt::process::ProcessAttempt;
 use attempt::stdin::StdinSource;
-use log::{Event, Logger};
+use event::Event;
+use log::Logger;
 use policy::{Config, Mode, Nesting};
 
 /// Run `retry` with the process's arguments; returns the exit status.
@@ -68,7 +74,8 @@ fn run_main() -> u8 {
     let config = match Config::from_cli(cli, nesting_from_env()) {
         Ok(c) => c,
         Err(e) => {
-            Logger::stderr().error(&e.0);
+            // One line, whatever a value echoed in it holds.
+            Logger::stderr().error(&human::escape_controls(&e.0));
             return exit::USAGE;
         }
     };
@@ -120,49 +127,66 @@ fn run_main() -> u8 {
         .into_iter()
         .map(Into::into)
         .collect();
-    match drive(&config, &mut log, &shown, seed, &mut rng, || {
-        Ok(ProcessAttempt::new(command, process, depth, stdin))
-    }) {
-        Ok((finish, _)) => finish.exit_code,
-        Err(code) => code,
-    }
+    drive(
+        &config,
+        &mut log,
+        &shown,
+        seed,
+        &mut rng,
+        || Ok(ProcessAttempt::new(command, process, depth, stdin)),
+        |finish, _, _| finish.exit_code,
+    )
 }
 
 /// Run the retry loop over the attempts `make` sets up, on a single-threaded
-/// runtime with retry's signal handlers installed. Returns how the run
-/// finished and the attempt runner (which may hold a result to deliver), or
-/// the exit status when retry itself could not start.
-fn drive<A, F>(
+/// runtime with retry's signal handlers installed; `deliver` turns how the
+/// loop finished (and the attempt runner, which may hold a result to put in
+/// place) into the exit status. The end-of-run outputs hear of the run
+/// then. Returns the exit status, also when retry itself could not start.
+fn drive<A, F, D>(
     config: &Config,
     log: &mut Logger,
     shown: &[std::ffi::OsString],
     seed: u64,
     rng: &mut rng::JitterRng,
     make: F,
-) -> Result<(run::Finish, A), u8>
+    deliver: D,
+) -> u8
 where
     A: attempt::Attempt,
     F: FnOnce() -> Result<A, String>,
+    D: FnOnce(&run::Finish, A, &mut Logger) -> u8,
 {
-    let runtime = tokio::runtime::Builder::new_current_thread()
+    let started_at = std::time::SystemTime::now();
+    let started = Instant::now();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| {
+    {
+        Ok(r) => r,
+        Err(e) => {
             log.error(&format!("cannot start: {e}"));
-            exit::INTERNAL
-        })?;
-    let result = runtime.block_on(async {
-        let mut signals = signals::Signals::install().map_err(|e| {
-            log.error(&format!("cannot install signal handlers: {e}"));
-            exit::INTERNAL
-        })?;
+            return exit::INTERNAL;
+        }
+    };
+    let code = runtime.block_on(async {
+        let mut signals = match signals::Signals::install() {
+            Ok(s) => s,
+            Err(e) => {
+                log.error(&format!("cannot install signal handlers: {e}"));
+                return exit::INTERNAL;
+            }
+        };
         if config.warn_nested {
             warn_nested(log, config);
         }
-        let mut attempt = make().map_err(|e| {
-            log.error(&e);
-            exit::INTERNAL
-        })?;
+        let mut attempt = match make() {
+            Ok(a) => a,
+            Err(e) => {
+                log.error(&e);
+                return exit::INTERNAL;
+            }
+        };
         log.emit(&Event::Start {
             command: shown,
             max: config.policy.max_attempts,
@@ -176,8 +200,17 @@ where
         let shared = config.state.shared.clone();
         let mut state = match state::Session::open(shared, log, &mut signals, deadline).await {
             Ok(s) => s,
-            Err(stop) => return Err(state_stopped(stop, log)),
+            Err(stop) => return state_stopped(stop, log),
         };
+        let mut outputs = finish::Outputs::new(&config.finish);
+        if !outputs.is_empty() {
+            let mut ctx = finish::Ctx {
+                log,
+                signals: &mut signals,
+                deadline,
+            };
+            outputs.started(&mut ctx).await;
+        }
         let finish = run::run(
             &config.policy,
             &mut attempt,
@@ -190,20 +223,36 @@ where
         .await;
         // The breaker hears how the run ended, unless a signal ended it. A
         // store too slow to hear it in time leaves the run's status as it is.
-        if finish.end != log::End::Interrupted {
+        if finish.end != event::End::Interrupted {
             let ok = finish.exit_code == exit::SUCCESS;
             match state.finish(ok, log, &mut signals).await {
                 Ok(()) | Err(state::Stop::Deadline) => {}
-                Err(stop) => return Err(state_stopped(stop, log)),
+                Err(stop) => return state_stopped(stop, log),
             }
         }
-        Ok((finish, attempt))
+        let code = deliver(&finish, attempt, log);
+        if !outputs.is_empty() {
+            let summary = finish::RunSummary {
+                started_at,
+                duration: started.elapsed(),
+                attempts: finish.attempts,
+                exit_code: code,
+                end: finish.end,
+            };
+            let mut ctx = finish::Ctx {
+                log,
+                signals: &mut signals,
+                deadline,
+            };
+            outputs.finished(&summary, &mut ctx).await;
+        }
+        code
     });
     // The process exits next, which frees the runtime anyway: shutting it
     // down would only add work to every run, and a DNS lookup that hangs
     // holds a blocking thread that a drop would wait for.
     std::mem::forget(runtime);
-    result
+    code
 }
 
 /// Shared state ended the run before it began, or after it ended.
@@ -303,6 +352,20 @@ fn parse_args() -> Result<cli::Cli, clap::Error> {
         ));
     }
     let mut cli = cli::Cli::from_arg_matches(&matches)?;
+    // `-d` and `--data-binary` pieces are joined in command-line order.
+    let mut pieces: Vec<(usize, bool)> = ["data", "data_binary"]
+        .into_iter()
+        .enumerate()
+        .flat_map(|(i, id)| {
+            matches
+                .indices_of(id)
+                .into_iter()
+                .flatten()
+                .map(move |at| (at, i == 1))
+        })
+        .collect();
+    pieces.sort_unstable();
+    cli.http.data_order = pieces.into_iter().map(|(_, binary)| binary).collect();
     cli.from_env = command
         .get_arguments()
         .filter_map(|arg| {

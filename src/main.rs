@@ -43,7 +43,8 @@ mod entry {
     }
 
     /// A standard descriptor the parent left closed is opened on /dev/null (as
-    /// std does), so no file retry opens can take its number.
+    /// std does), so no file retry opens can take its number, and recorded
+    /// as closed (HTTP mode cannot deliver a body to a closed stdout).
     fn open_closed_standard_fds() {
         let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
             fd,
@@ -58,6 +59,7 @@ mod entry {
             if pfd.revents & libc::POLLNVAL != 0 {
                 // SAFETY: a plain open(2); the lowest free number is the closed one.
                 unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
+                retry_tool::stdio::record_closed(pfd.fd);
             }
         }
     }

@@ -1,24 +1,30 @@
 //! HTTP mode's wiring: from the validated `--http` request to an exit status.
 //!
-//! Before the first request leaves, every local input is read and checked:
-//! `-H @FILE`, `-d @FILE`, `--json @FILE`, `--cacert FILE`, and that `-o FILE`
-//! can be created (a temporary file is made beside it). A bad one is a usage
-//! error and nothing is sent. Then the same retry loop as command mode runs,
-//! and on success the `-o` file is renamed into place: a failed run leaves
-//! no partial file.
+//! Before the first request leaves, and before the log file is opened,
+//! every local input is read and checked: `-H @FILE`, `-d @FILE`,
+//! `--data-binary @FILE`, `--json @FILE`, `--cacert FILE`, and that `-o
+//! FILE` can be written (resolved through a symbolic link, in a directory
+//! retry may write in, with its private temporary file made). A bad one is
+//! a usage error, and nothing is sent or created. Then the same retry loop
+//! as command mode runs, and on success the `-o` file is put in place: a
+//! failed run leaves no partial file.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
-use crate::attempt::http::{HttpAttempt, Prepared, Sink};
+use crate::attempt::http::{Body, Data, FileSink, HttpAttempt, HttpOptions, Prepared, Sink, plain};
+use crate::event::Event;
 use crate::exit;
-use crate::log::Event;
-use crate::policy::{Body, Config, Data, HttpOptions, LogFormat, parse_header};
+use crate::fsutil::{self, ResolveError, Rule, Target};
+use crate::human::escape_controls;
+use crate::log::{LogFormat, Logger};
+use crate::policy::{Config, parse_header};
+use crate::run::Finish;
 
 pub fn main(
     config: &Config,
@@ -27,16 +33,34 @@ pub fn main(
     seed: u64,
     rng: &mut crate::rng::JitterRng,
 ) -> u8 {
+    // Every local input first: a bad one is a usage error, and nothing is
+    // run, sent or created (not even the --log-file).
+    let usage = |message: &str| {
+        Logger::stderr().error(&escape_controls(message));
+        exit::USAGE
+    };
+    let (inputs, output) = match prepare(request) {
+        Ok(p) => p,
+        Err(message) => return usage(&message),
+    };
+    let (target, direct) = match output {
+        Output::File(t) => (Some(*t), None),
+        Output::Direct(f) => (None, Some(f)),
+        Output::Stdout => (None, None),
+    };
+    let sink = match (&target, direct) {
+        // The temporary file is made now: the proof that the body can be
+        // written there, before anything is sent.
+        (Some(t), _) => match FileSink::new(t) {
+            Ok(f) => Sink::File(f),
+            Err(e) => return usage(&output_error(&t.path(), &plain(&e))),
+        },
+        (None, Some(f)) => Sink::Direct(f),
+        (None, None) => Sink::Stdout,
+    };
     let mut log = match crate::open_log(config, started) {
         Ok(l) => l,
         Err(code) => return code,
-    };
-    let prepared = match prepare(request) {
-        Ok(p) => p,
-        Err(message) => {
-            log.error(&message);
-            return exit::USAGE;
-        }
     };
     if request.insecure {
         let message = "--insecure: the server's certificate is not verified; \
@@ -48,37 +72,61 @@ pub fn main(
             crate::log::Logger::stderr().emit(&Event::Warning { message });
         }
     }
-    let expect = config.policy.rules.http.expect.clone();
-    let shown = request.display_words();
-    let (finish, attempt) = match crate::drive(config, &mut log, &shown, seed, rng, || {
-        HttpAttempt::new(request, prepared, expect, config.log.verbosity >= 1)
-    }) {
-        Ok(done) => done,
-        Err(code) => return code,
+    let prepared = Prepared {
+        headers: inputs.headers,
+        body: inputs.body,
+        extra_roots: inputs.extra_roots,
+        sink,
     };
+    let expect = config.policy.rules.http.expect.clone();
+    let idle = config.policy.idle_timeout;
+    let shown = request.display_words();
+    crate::drive(
+        config,
+        &mut log,
+        &shown,
+        seed,
+        rng,
+        || HttpAttempt::new(request, prepared, expect, idle, config.log.verbosity >= 1),
+        deliver,
+    )
+}
+
+/// Puts an accepted body in place: the exit status of the whole run.
+fn deliver(finish: &Finish, attempt: HttpAttempt<'_>, log: &mut Logger) -> u8 {
     if finish.exit_code != exit::SUCCESS {
-        // A `-o` temporary file is removed as the attempt is dropped.
+        // A `-o` temporary file goes with the attempt, leaving nothing.
         return finish.exit_code;
     }
-    match attempt.into_sink() {
-        Sink::Stdout | Sink::Direct(_) => exit::SUCCESS,
-        Sink::File { target, temp } => match temp.persist(&target) {
-            Ok(_) => exit::SUCCESS,
-            Err(e) => {
-                log.error(&format!(
-                    "cannot move the response body into {}: {}",
-                    target.display(),
-                    e.error
-                ));
-                exit::HTTP_WRITE
-            }
-        },
+    match attempt.into_sink().persist() {
+        Ok(()) => exit::SUCCESS,
+        Err(message) => {
+            log.error(&message);
+            exit::HTTP_WRITE
+        }
     }
+}
+
+/// The local inputs of the request, read and checked.
+struct Inputs {
+    headers: HeaderMap,
+    body: Option<Vec<u8>>,
+    extra_roots: Vec<CertificateDer<'static>>,
+}
+
+/// Where `-o` sends the body, as found before anything is sent.
+enum Output {
+    Stdout,
+    /// Not a regular file (`/dev/null`, a FIFO, `/dev/stdout`): written
+    /// directly.
+    Direct(std::fs::File),
+    /// A file, resolved through a symbolic link to where it really is.
+    File(Box<Target>),
 }
 
 /// Read and check every local input of the request. The error is the
 /// usage-error line.
-fn prepare(request: &HttpOptions) -> Result<Prepared, String> {
+fn prepare(request: &HttpOptions) -> Result<(Inputs, Output), String> {
     let mut headers = HeaderMap::with_capacity(request.headers.len() + 2);
     for (name, value) in &request.headers {
         headers.append(name.clone(), value.clone());
@@ -104,6 +152,12 @@ fn prepare(request: &HttpOptions) -> Result<Prepared, String> {
                     file.display()
                 )
             })?;
+            if name.as_str() == "idempotency-key" && request.idempotency_key.is_some() {
+                return Err(format!(
+                    "--idempotency-key and an Idempotency-Key line in --header @{} both set the key: give it once",
+                    file.display()
+                ));
+            }
             headers.append(name, value);
         }
     }
@@ -116,7 +170,11 @@ fn prepare(request: &HttpOptions) -> Result<Prepared, String> {
                 if i > 0 {
                     joined.push(b'&');
                 }
-                joined.extend(data("--data", piece)?);
+                let flag = match piece {
+                    Data::File(_) => "--data-binary",
+                    _ => "--data",
+                };
+                joined.extend(data(flag, piece)?);
             }
             if !headers.contains_key(CONTENT_TYPE) {
                 headers.insert(
@@ -142,64 +200,98 @@ fn prepare(request: &HttpOptions) -> Result<Prepared, String> {
         Some(file) => certificates(file)?,
     };
 
-    let sink = match &request.output {
-        None => Sink::Stdout,
-        // `/dev/null`, a FIFO: nothing to rename over, and no partial file
-        // to leave behind.
-        Some(target) if target.exists() && !target.is_file() && !target.is_dir() => {
-            Sink::Direct(
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .open(target)
-                    .map_err(|e| {
-                        format!(
-                            "cannot write --output {}: {e}; expected a file in an existing, writable directory",
-                            target.display()
-                        )
-                    })?,
-            )
-        }
-        Some(target) => Sink::File {
-            temp: temp_beside(target)?,
-            target: target.clone(),
-        },
+    let output = match &request.output {
+        None => Output::Stdout,
+        Some(path) => output(path)?,
     };
-    Ok(Prepared {
-        headers,
-        body,
-        extra_roots,
-        sink,
-    })
+    Ok((
+        Inputs {
+            headers,
+            body,
+            extra_roots,
+        },
+        output,
+    ))
 }
 
-/// The bytes of `-d` or `--json`: the string, or the file's contents.
+/// `-o FILE`: a device or FIFO to write directly, or a file to replace
+/// whole, in a directory retry may write in.
+fn output(path: &Path) -> Result<Output, String> {
+    // `/dev/null`, a FIFO, `/dev/stdout`: nothing to rename over, and no
+    // partial file to leave behind.
+    if let Ok(meta) = std::fs::metadata(path)
+        && !meta.is_file()
+        && !meta.is_dir()
+    {
+        return std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map(Output::Direct)
+            .map_err(|e| output_error(path, &plain(&e)));
+    }
+    fsutil::resolve(path, Rule::Output)
+        .map(|t| Output::File(Box::new(t)))
+        .map_err(|e| match e {
+            ResolveError::Io(p, io) if p == path => output_error(path, &plain(&io)),
+            ResolveError::Io(p, io) => {
+                output_error(path, &format!("{}: {}", p.display(), plain(&io)))
+            }
+            ResolveError::Untrusted(u) => output_error(path, &u.to_string()),
+        })
+}
+
+/// The usage error for an `-o` that cannot be written.
+fn output_error(path: &Path, why: &str) -> String {
+    format!(
+        "cannot write --output {}: {why}; expected a file in an existing directory that retry may write in",
+        path.display()
+    )
+}
+
+/// The bytes of `-d`, `--data-binary` or `--json`: the string, or the
+/// file's contents (for `-d`, without CR and LF, as curl sends them).
 fn data(flag: &str, piece: &Data) -> Result<Vec<u8>, String> {
     match piece {
         Data::Inline(b) => Ok(b.clone()),
         Data::File(path) => read(flag, path),
+        Data::Text(path) => {
+            let mut bytes = read(flag, path)?;
+            bytes.retain(|b| !matches!(b, b'\r' | b'\n'));
+            Ok(bytes)
+        }
     }
 }
 
 /// A file named by `@FILE` (`@-`: stdin), read whole: request bodies and
 /// header files are small, and are sent again with every attempt.
 fn read(flag: &str, path: &Path) -> Result<Vec<u8>, String> {
-    let read = if path.as_os_str() == "-" {
-        let mut buf = Vec::new();
-        std::io::stdin().lock().read_to_end(&mut buf).map(|_| buf)
-    } else {
-        std::fs::read(path)
-    };
-    read.map_err(|e| {
+    read_file(path).map_err(|e| {
         format!(
-            "cannot read {flag} @{}: {e}; expected @FILE naming a readable file",
-            path.display()
+            "cannot read {flag} @{}: {}; expected @FILE naming a readable file",
+            path.display(),
+            plain(&e)
         )
     })
 }
 
+fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    if path.as_os_str() == "-" {
+        let mut buf = Vec::new();
+        std::io::stdin().lock().read_to_end(&mut buf).map(|_| buf)
+    } else {
+        std::fs::read(path)
+    }
+}
+
 /// `--cacert FILE`: every PEM certificate in it, at least one.
 fn certificates(file: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let pem = read("--cacert", file)?;
+    let pem = std::fs::read(file).map_err(|e| {
+        format!(
+            "cannot read --cacert {}: {}; expected a readable file of PEM certificates",
+            file.display(),
+            plain(&e)
+        )
+    })?;
     let certs: Vec<_> = CertificateDer::pem_slice_iter(&pem)
         .collect::<Result<_, _>>()
         .map_err(|e| {
@@ -215,42 +307,4 @@ fn certificates(file: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
         ));
     }
     Ok(certs)
-}
-
-/// A temporary file in `-o FILE`'s directory: proof that FILE can be
-/// created there, and where the body is written until the run succeeds (a
-/// rename within one directory is atomic).
-fn temp_beside(target: &Path) -> Result<tempfile::NamedTempFile, String> {
-    let bad = |why: String| {
-        format!(
-            "cannot write --output {}: {why}; expected a file in an existing, writable directory",
-            target.display()
-        )
-    };
-    if target.is_dir() {
-        return Err(bad("it is a directory".to_string()));
-    }
-    let dir = match target.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".part")
-        // As any new file: 0666 less the umask, not tempfile's private 0600.
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
-        .tempfile_in(&dir)
-        .map_err(|e| bad(format!("{}: {}", dir.display(), plain(&e))))
-}
-
-/// An I/O error without tempfile's added path (which we name ourselves).
-fn plain(e: &std::io::Error) -> String {
-    e.raw_os_error().map_or_else(
-        || e.to_string(),
-        |code| std::io::Error::from_raw_os_error(code).to_string(),
-    )
 }

@@ -12,32 +12,13 @@ use rand::Rng;
 use crate::attempt::{Attempt, Context};
 use crate::backoff::Backoff;
 use crate::classify::{Limit, Status, Verdict, classify_with_output, explain_with_output};
+use crate::event::{End, Event, Sink, Wait};
 use crate::exit;
-use crate::log::{Countdown, End, Event, Logger, Wait, human, of_max};
-use crate::policy::Policy;
+use crate::human::{human, of_max};
+use crate::retry_policy::Policy;
 use crate::signals::Signals;
 use crate::state::{Gate, Next, Session, Stop};
 use crate::wait::{self, Decision};
-
-/// Where the loop reports what happens: the log in real runs, a recorder in
-/// simulations and tests.
-pub trait Sink {
-    /// Shown while a wait runs; dropped before anything else is reported.
-    type Countdown;
-    fn emit(&mut self, event: &Event<'_>);
-    /// A countdown to attempt `next_attempt`, over the whole `wait`.
-    fn countdown(&self, wait: Duration, next_attempt: u32, max: Option<u32>) -> Self::Countdown;
-}
-
-impl Sink for Logger {
-    type Countdown = Countdown;
-    fn emit(&mut self, event: &Event<'_>) {
-        Logger::emit(self, event);
-    }
-    fn countdown(&self, wait: Duration, next_attempt: u32, max: Option<u32>) -> Countdown {
-        Logger::countdown(self, wait, next_attempt, max)
-    }
-}
 
 /// Time as the loop sees it.
 pub trait Clock {
@@ -207,10 +188,7 @@ where
                             of_max(number, max)
                         ),
                     ),
-                    Status::TimedOut {
-                        limit: Limit::Deadline,
-                        ..
-                    } => (
+                    s if s.stopped_by_deadline() => (
                         End::Deadline,
                         "--max-time ran out during the attempt".to_string(),
                     ),
@@ -401,7 +379,7 @@ fn earliest(a: Option<(Instant, Limit)>, b: Option<(Instant, Limit)>) -> Option<
 mod tests {
     use super::*;
     use crate::backoff::Jitter;
-    use crate::policy::{LogFormat, LogOptions, When};
+    use crate::log::{LogFormat, LogOptions, Logger, When};
     use rand::SeedableRng;
     use rand::rngs::StdRng;
     use std::cell::{Cell, RefCell};

@@ -11,9 +11,9 @@ use std::time::Duration;
 use rand::Rng;
 
 use crate::backoff::{Growth, Jitter};
-use crate::log::{End, Event, Wait, human, shell_line};
-use crate::policy::Policy;
-use crate::run::Sink;
+use crate::event::{End, Event, Sink, Wait};
+use crate::human::{human, shell_line};
+use crate::retry_policy::Policy;
 use crate::sim::Model;
 
 /// Most rows shown: `--forever` has no last retry, and a huge `--max`

@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use crate::backoff::Step;
-use crate::log::human;
+use crate::human::human;
 
 /// A point in time, real or virtual.
 pub trait Moment: Copy + Ord {
@@ -86,7 +86,7 @@ impl GiveUp {
         match *self {
             GiveUp::RetryAfterPastDeadline { after, left } => format!(
                 "the server's Retry-After ({}) points past --max-time ({} left)",
-                human(after),
+                crate::human::asked_wait(after),
                 human(left)
             ),
             GiveUp::PastDeadline { wait, left } => format!(

@@ -37,7 +37,7 @@ pub fn files() -> Vec<(String, Vec<u8>)> {
     out
 }
 
-/// The README's chart: where it lives and the `retry` flags that draw it
+/// The guide's chart (docs/simulate.md): where it lives and the `retry` flags that draw it
 /// (the same as `retry ARGS --plot PATH`).
 pub const STORM: (&str, &[&str]) = (
     "docs/storm.svg",
@@ -58,7 +58,7 @@ pub const STORM: (&str, &[&str]) = (
     ],
 );
 
-/// The README's chart, drawn by the same code as `--plot`.
+/// The guide's chart, drawn by the same code as `--plot`.
 fn storm() -> Vec<u8> {
     use clap::Parser;
     let cli = Cli::parse_from(std::iter::once("retry").chain(STORM.1.iter().copied()));
@@ -70,7 +70,7 @@ fn storm() -> Vec<u8> {
     let seed = config.policy.seed.expect("the chart's flags give a seed");
     let runs = retry_tool::sim::cmd::runs(&config.policy, sim, || retry_tool::rng::seeded(seed));
     let title = retry_tool::sim::cmd::heading(&config.policy, sim, seed);
-    retry_tool::sim::plot::svg(&title, &runs, sim.model.recovery())
+    retry_tool::sim::plot::svg(&title, &runs, retry_tool::sim::cmd::model(sim).recovery())
         .expect("drawing to memory cannot fail")
         .into_bytes()
 }
@@ -329,9 +329,11 @@ fn our_sections(cmd: &clap::Command) -> Roff {
         bold("sleep"),
         roman("(1), "),
         bold("crontab"),
-        roman("(5). The "),
-        italic("README"),
-        roman(" of the retry source distribution has more examples."),
+        roman("(5). The guide in the "),
+        italic("docs"),
+        roman(
+            " directory of the retry source distribution explains each feature with more examples.",
+        ),
     ]);
     r
 }

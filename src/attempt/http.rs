@@ -1,55 +1,58 @@
 //! HTTP attempts: send the `--http` request once and report what came back.
 //!
 //! One client per run, reused by every attempt, so a retry can ride the
-//! connection the previous attempt left open. reqwest's own retries are off:
-//! the retry loop is the only place that decides to try again. An accepted
+//! connection the previous attempt left open. The client's own retries and
+//! redirects are off: the retry loop alone decides to try again, and
+//! `redirect` decides hop by hop what follows a redirect. An accepted
 //! response's body is streamed as it arrives to its [`Sink`]: stdout, or a
-//! temporary file beside `-o FILE` that the caller renames into place once
-//! the run has succeeded. Memory stays flat whatever the body's size. The
-//! body of a response that is not accepted is discarded unread.
+//! private temporary file beside `-o FILE` that the caller puts in place
+//! once the run has succeeded. Memory stays flat whatever the body's size.
+//! The body of a response that is not accepted is discarded unread.
+//!
+//! An attempt ends at `--timeout`, `--max-time`, or after `--idle-timeout`
+//! without a byte received; once part of a body has reached stdout, any
+//! such end is final (a reader cannot be given the body twice). With `-o`,
+//! a body cut off or timed out is resumed by the next attempt (`resume`).
 
+mod pinned;
+mod redirect;
+mod reply;
+pub mod request;
+mod resume;
+mod sink;
 mod tls;
 
-use std::io::{Seek, Write};
-use std::path::PathBuf;
+use std::cell::Cell;
 use std::time::{Duration, Instant, SystemTime};
 
 use nix::sys::signal::Signal;
-use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
-use reqwest::{Client, Method, Response, Url};
+use reqwest::header::{HeaderMap, HeaderValue, IF_RANGE, LOCATION, RANGE, RETRY_AFTER};
+use reqwest::{Client, Method, Response, Url, Version};
 use rustls::pki_types::CertificateDer;
+
+pub use request::{
+    Body, CONNECT_TIMEOUT, Data, HttpOptions, IDLE_TIMEOUT, IdempotencyKey, MAX_REDIRS,
+};
+pub use sink::{FileSink, Sink, plain};
 
 use super::{Attempt, Context, Details};
 use crate::classify::{Limit, NetFailure, Status, StatusSet};
-use crate::policy::{HttpOptions, IdempotencyKey};
+use crate::human::human;
 use crate::signals::{Signals, is_terminating, suspend_self};
-
-/// Where an accepted response's body goes.
-pub enum Sink {
-    Stdout,
-    /// `-o` naming something that is not a regular file (`/dev/null`, a
-    /// FIFO): written directly, as stdout is.
-    Direct(std::fs::File),
-    /// `-o FILE`: a temporary file in FILE's directory, renamed to FILE on
-    /// success and removed otherwise.
-    File {
-        target: PathBuf,
-        temp: tempfile::NamedTempFile,
-    },
-}
+use resume::Partial;
 
 /// Everything read and checked before the first request: the final headers
 /// (with `-H @FILE`'s and the body's Content-Type), the body, `--cacert`'s
 /// certificates, and where the body goes.
-pub struct Prepared {
+pub struct Prepared<'t> {
     pub headers: HeaderMap,
     pub body: Option<Vec<u8>>,
     pub extra_roots: Vec<CertificateDer<'static>>,
-    pub sink: Sink,
+    pub sink: Sink<'t>,
 }
 
 /// Probes one URL per attempt.
-pub struct HttpAttempt {
+pub struct HttpAttempt<'t> {
     client: Client,
     method: Method,
     url: Url,
@@ -58,7 +61,15 @@ pub struct HttpAttempt {
     body: Option<Vec<u8>>,
     /// Statuses whose body is delivered (`--expect`).
     expect: StatusSet,
-    sink: Sink,
+    sink: Sink<'t>,
+    /// `--idle-timeout`.
+    idle: Option<Duration>,
+    max_redirs: u32,
+    /// `--cacert` was given (the TLS hints take it into account).
+    cacert: bool,
+    /// A body an earlier attempt left partly in the `-o` file, which the
+    /// server said may be resumed.
+    partial: Option<Partial>,
     /// With `-v`: the start of a failed response's body, for the log.
     excerpts: bool,
     notes: Vec<String>,
@@ -77,15 +88,41 @@ enum Delivery {
     Write(std::io::Error),
 }
 
-impl HttpAttempt {
+/// What the attempt's timers watch while the exchange runs.
+struct Progress {
+    /// When a byte last arrived (or the attempt began).
+    last: Cell<Instant>,
+    /// Part of a body has reached stdout (or a device): the attempt can no
+    /// longer be repeated.
+    live: Cell<bool>,
+}
+
+impl Progress {
+    fn touch(&self) {
+        self.last.set(Instant::now());
+    }
+
+    /// The failure for an attempt stopped by `limit`.
+    fn stopped(&self, limit: Limit) -> NetFailure {
+        if self.live.get() {
+            NetFailure::TimedOutAfterOutput(limit)
+        } else {
+            NetFailure::TimedOut(limit)
+        }
+    }
+}
+
+impl<'t> HttpAttempt<'t> {
     /// Build the client and the request every attempt repeats. Fails only
     /// when the HTTP client cannot be set up.
     pub fn new(
         opts: &HttpOptions,
-        prepared: Prepared,
+        prepared: Prepared<'t>,
         expect: StatusSet,
+        idle: Option<Duration>,
         excerpts: bool,
-    ) -> Result<HttpAttempt, String> {
+    ) -> Result<HttpAttempt<'t>, String> {
+        let cacert = !prepared.extra_roots.is_empty();
         let client = build_client(opts, prepared.extra_roots)?;
         let mut headers = prepared.headers;
         let key = match &opts.idempotency_key {
@@ -109,101 +146,207 @@ impl HttpAttempt {
             body: prepared.body,
             expect,
             sink: prepared.sink,
+            idle,
+            max_redirs: opts.max_redirs,
+            cacert,
+            partial: None,
             excerpts,
             notes: Vec::new(),
         })
     }
 
-    /// Where the body went; the caller renames a `-o` file into place.
-    pub fn into_sink(self) -> Sink {
+    /// Where the body went; the caller puts a `-o` file in place.
+    pub fn into_sink(self) -> Sink<'t> {
         self.sink
     }
 
-    async fn exchange(&mut self) -> Status {
-        let mut request = self
-            .client
-            .request(self.method.clone(), self.url.clone())
-            .headers(self.headers.clone());
-        if let Some(b) = &self.body {
-            // A copy per attempt: small next to a network round trip.
-            request = request.body(b.clone());
-        }
-        let response = match request.send().await {
-            Ok(r) => r,
-            Err(e) => return failure(&e),
-        };
-        let code = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| parse_retry_after(v, SystemTime::now()));
-        if !self.expect.contains(code) {
-            if self.excerpts {
-                let start = excerpt(response).await;
-                if !start.is_empty() {
-                    self.notes.push(format!("HTTP {code} body begins: {start}"));
-                }
+    async fn exchange(&mut self, progress: &Progress) -> Status {
+        // Only a GET's body is resumed, and only into a file.
+        let resumable = self.method == Method::GET && matches!(self.sink, Sink::File(_));
+        loop {
+            let held = self.sink.held();
+            let ranged = self
+                .partial
+                .clone()
+                .filter(|_| resumable && held > 0)
+                .map(|p| (held, p));
+            if let Some((held, _)) = &ranged {
+                self.notes
+                    .push(format!("asking for the rest of the body, from byte {held}"));
             }
-            // Dropping the response closes its connection unread: a large
-            // error page costs nothing.
-            return Status::Http { code, retry_after };
-        }
-        match self.deliver(response).await {
-            Ok(()) => Status::Http { code, retry_after },
-            Err((Delivery::Cut(e), delivered)) => Status::Net {
-                failure: if delivered {
-                    NetFailure::TruncatedOutput
-                } else {
-                    NetFailure::Truncated
-                },
-                detail: root(&e),
-            },
-            Err((Delivery::Write(e), _)) => Status::Net {
-                failure: NetFailure::Write,
-                detail: match (&self.sink, e.kind()) {
-                    (Sink::Stdout, std::io::ErrorKind::BrokenPipe) => {
-                        "stdout was closed by its reader".to_string()
+            let range = ranged.as_ref().map(|(held, p)| (*held, &p.validator));
+            let response = match self.follow(range, progress).await {
+                Ok(r) => r,
+                Err(status) => return status,
+            };
+            let code = response.status().as_u16();
+            let retry_after = response
+                .headers()
+                .get(RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| parse_retry_after(v, SystemTime::now()));
+            // A continuation is reported as the response it continues.
+            let (from, reported) = match &ranged {
+                Some((held, p)) if code == 206 => {
+                    if resume::continues_at(response.headers(), *held) {
+                        (*held, p.code)
+                    } else {
+                        self.notes.push(
+                            "the server sent another range than asked for: starting over".into(),
+                        );
+                        self.partial = None;
+                        continue;
                     }
-                    (Sink::Stdout, _) => format!("stdout: {e}"),
-                    (Sink::Direct(_), _) => format!("--output: {e}"),
-                    (Sink::File { target, .. }, _) => format!("{}: {e}", target.display()),
+                }
+                Some(_) if code == 416 => {
+                    self.notes
+                        .push("the server cannot send that range (416): starting over".into());
+                    self.partial = None;
+                    continue;
+                }
+                _ => (0, code),
+            };
+            if !self.expect.contains(reported) {
+                if self.excerpts {
+                    let start = excerpt(response).await;
+                    if !start.is_empty() {
+                        self.notes.push(format!("HTTP {code} body begins: {start}"));
+                    }
+                }
+                // Dropping the response closes its connection unread: a large
+                // error page costs nothing.
+                return Status::Http { code, retry_after };
+            }
+            if from == 0 {
+                if ranged.is_some() {
+                    self.notes.push(format!(
+                        "the server sent the whole body (HTTP {code}): starting over"
+                    ));
+                }
+                // A new body: whether it may be resumed if it is cut off.
+                self.partial = resumable
+                    .then(|| resume::validator(response.headers()))
+                    .flatten()
+                    .map(|validator| Partial { validator, code });
+            }
+            return match self.deliver(response, from, progress).await {
+                Ok(()) => {
+                    self.partial = None;
+                    Status::Http {
+                        code: reported,
+                        retry_after,
+                    }
+                }
+                Err(Delivery::Cut(e)) => Status::Net {
+                    failure: if progress.live.get() {
+                        NetFailure::TruncatedOutput
+                    } else {
+                        NetFailure::Truncated
+                    },
+                    detail: reply::root(&e),
                 },
-            },
+                Err(Delivery::Write(e)) => Status::Net {
+                    failure: NetFailure::Write,
+                    detail: self.sink.describe_error(&e),
+                },
+            };
         }
     }
 
-    /// Stream the body to the sink, chunk by chunk. On failure, also says
-    /// whether any of it already reached stdout (which cannot be taken back).
-    async fn deliver(&mut self, mut response: Response) -> Result<(), (Delivery, bool)> {
-        let mut delivered = false;
-        if let Sink::File { temp, .. } = &mut self.sink {
-            // A previous attempt's partial body must not survive.
-            let f = temp.as_file_mut();
-            f.set_len(0)
-                .and_then(|()| f.rewind())
-                .map_err(|e| (Delivery::Write(e), false))?;
+    /// Sends the request (asking for the body from byte N on when `range`
+    /// says so) and follows its redirects: the final response, or why there
+    /// is none.
+    async fn follow(
+        &mut self,
+        range: Option<(u64, &HeaderValue)>,
+        progress: &Progress,
+    ) -> Result<Response, Status> {
+        let mut url = self.url.clone();
+        let mut method = self.method.clone();
+        let mut headers = self.headers.clone();
+        let mut body = self.body.as_ref();
+        if let Some((from, validator)) = range {
+            headers.insert(RANGE, resume::range_from(from));
+            headers.insert(IF_RANGE, validator.clone());
         }
+        let mut hops = 0u32;
+        loop {
+            let mut request = self
+                .client
+                .request(method.clone(), url.clone())
+                .headers(headers.clone());
+            if let Some(b) = body {
+                // A copy per request: small next to a network round trip.
+                request = request.body(b.clone());
+            }
+            let response = request
+                .send()
+                .await
+                .map_err(|e| reply::failure(&e, self.cacert))?;
+            progress.touch();
+            if response.version() == Version::HTTP_09 {
+                return Err(reply::not_http(response).await);
+            }
+            let code = response.status().as_u16();
+            if self.max_redirs == 0 || !redirect::is_followed(code) {
+                return Ok(response);
+            }
+            let Some(location) = response.headers().get(LOCATION) else {
+                return Ok(response);
+            };
+            let hop = redirect::next(&url, code, location, &method)
+                .map_err(|(failure, detail)| Status::Net { failure, detail })?;
+            let shown = crate::mask::url(hop.url.as_str());
+            hops += 1;
+            if hops > self.max_redirs {
+                return Err(Status::Net {
+                    failure: NetFailure::TooManyRedirects,
+                    detail: format!(
+                        "more than --max-redirs {} (the last: HTTP {code} to {shown})",
+                        self.max_redirs
+                    ),
+                });
+            }
+            self.notes
+                .push(format!("redirect {hops}: HTTP {code} to {shown}"));
+            if hop.leaves_origin {
+                redirect::strip_for_other_origin(&mut headers);
+            }
+            if hop.drop_body {
+                body = None;
+                redirect::strip_body_headers(&mut headers);
+            }
+            method = hop.method;
+            url = hop.url;
+            // The redirect's own body is dropped unread with `response`.
+        }
+    }
+
+    /// Streams the body to the sink from byte `from` of the whole, chunk by
+    /// chunk, marking progress as it goes.
+    async fn deliver(
+        &mut self,
+        mut response: Response,
+        from: u64,
+        progress: &Progress,
+    ) -> Result<(), Delivery> {
+        self.sink.start_at(from).map_err(Delivery::Write)?;
         loop {
             let chunk = match response.chunk().await {
                 Ok(Some(c)) => c,
                 Ok(None) => break,
-                Err(e) => return Err((Delivery::Cut(e), delivered)),
+                Err(e) => return Err(Delivery::Cut(e)),
             };
-            let written = match &mut self.sink {
-                Sink::Stdout => std::io::stdout().lock().write_all(&chunk),
-                Sink::Direct(f) => f.write_all(&chunk),
-                Sink::File { temp, .. } => temp.as_file_mut().write_all(&chunk),
-            };
-            written.map_err(|e| (Delivery::Write(e), delivered))?;
-            delivered |= !matches!(self.sink, Sink::File { .. }) && !chunk.is_empty();
+            progress.touch();
+            if chunk.is_empty() {
+                continue;
+            }
+            self.sink.write(&chunk).map_err(Delivery::Write)?;
+            if self.sink.is_live() {
+                progress.live.set(true);
+            }
         }
-        let flushed = match &mut self.sink {
-            Sink::Stdout => std::io::stdout().lock().flush(),
-            Sink::Direct(f) => f.flush(),
-            Sink::File { temp, .. } => temp.as_file_mut().flush(),
-        };
-        flushed.map_err(|e| (Delivery::Write(e), delivered))
+        self.sink.flush().map_err(Delivery::Write)
     }
 }
 
@@ -234,7 +377,7 @@ async fn excerpt(mut response: Response) -> String {
     text
 }
 
-impl Attempt for HttpAttempt {
+impl Attempt for HttpAttempt<'_> {
     fn details(&mut self) -> Details {
         Details {
             notes: std::mem::take(&mut self.notes),
@@ -245,28 +388,48 @@ impl Attempt for HttpAttempt {
     async fn run(&mut self, ctx: &Context, signals: &mut Signals) -> Status {
         let limit = ctx.deadline.map_or(Limit::Attempt, |(_, l)| l);
         let wake = ctx.deadline.map(|(at, _)| at);
-        let exchange = self.exchange();
+        let idle = self.idle;
+        let progress = Progress {
+            last: Cell::new(Instant::now()),
+            live: Cell::new(false),
+        };
+        let exchange = self.exchange(&progress);
         tokio::pin!(exchange);
+        // Dropping the exchange (on any return below) closes its
+        // connection: nothing of a late response can leak into the next
+        // attempt. A DNS lookup still under way is left to its thread,
+        // which retry does not wait for.
         loop {
+            let quiet_until = idle.and_then(|d| progress.last.get().checked_add(d));
             tokio::select! {
                 status = &mut exchange => return status,
                 () = sleep_until(wake) => {
-                    // Dropping the exchange closes its connection: nothing of
-                    // a late response can leak into the next attempt. A DNS
-                    // lookup still under way is left to its thread, which
-                    // retry does not wait for.
                     return Status::Net {
-                        failure: NetFailure::TimedOut(limit),
+                        failure: progress.stopped(limit),
                         detail: String::new(),
                     };
+                }
+                () = sleep_until(quiet_until) => {
+                    // Bytes may have come since this timer was set.
+                    if let Some(d) = idle
+                        && progress.last.get().elapsed() >= d
+                    {
+                        return Status::Net {
+                            failure: progress.stopped(Limit::Idle),
+                            detail: format!("nothing received for {}", human(d)),
+                        };
+                    }
                 }
                 sig = signals.recv() => {
                     if is_terminating(sig) {
                         return Status::Interrupted(sig as i32);
                     }
                     if sig == Signal::SIGTSTP {
-                        // Ctrl-Z: stop until `fg` or `bg`, as in command mode.
+                        // Ctrl-Z: stop until `fg` or `bg`, as in command
+                        // mode. Time spent stopped is not the server's
+                        // silence.
                         suspend_self();
+                        progress.touch();
                     }
                 }
             }
@@ -287,82 +450,23 @@ fn build_client(
 ) -> Result<Client, String> {
     // The TLS set-up costs nothing until a TLS connection is made (the
     // roots are read then), so an http:// URL may be redirected to https://.
+    let cacert = !extra_roots.is_empty();
     let tls = tls::client_config(extra_roots, opts.insecure)
-        .map_err(|e| format!("cannot set up TLS: {}", tls::explain(&e)))?;
+        .map_err(|e| format!("cannot set up TLS: {}", tls::explain(&e, cacert)))?;
     Client::builder()
         .retry(reqwest::retry::never())
         .user_agent(concat!("retry/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(opts.connect_timeout)
         .tls_backend_preconfigured(tls)
-        // The URL we came from is nobody else's business; reqwest already
-        // drops Authorization, Cookie and Proxy-Authorization when a redirect
-        // leaves the origin.
+        // The URL we came from is nobody else's business.
         .referer(false)
-        .redirect(reqwest::redirect::Policy::limited(10))
+        // Followed by `follow`, which decides what goes along.
+        .redirect(reqwest::redirect::Policy::none())
+        // Only so that a reply that is not HTTP reaches `reply::not_http`
+        // with its bytes: such a reply is never accepted.
+        .http09_responses()
         .build()
-        .map_err(|e| format!("cannot set up HTTP: {}", root(&e)))
-}
-
-/// Classify a failed exchange by what went wrong.
-fn failure(e: &reqwest::Error) -> Status {
-    if let Some(t) = tls_error(e) {
-        return Status::Net {
-            failure: NetFailure::Tls,
-            detail: tls::explain(t),
-        };
-    }
-    let kind = if e.is_dns() {
-        NetFailure::Dns
-    } else if e.is_connect() && e.is_timeout() {
-        NetFailure::ConnectTimeout
-    } else if e.is_connect() {
-        NetFailure::Connect
-    } else if e.is_timeout() {
-        NetFailure::TimedOut(Limit::Attempt)
-    } else if e.is_request() || e.is_body() {
-        NetFailure::Lost
-    } else {
-        NetFailure::Other
-    };
-    Status::Net {
-        failure: kind,
-        detail: root(e),
-    }
-}
-
-/// The next error down the chain. `io::Error::source()` skips the error it
-/// wraps (and rustls and hyper nest io::Errors two deep), so look inside.
-fn cause<'a>(
-    err: &'a (dyn std::error::Error + 'static),
-) -> Option<&'a (dyn std::error::Error + 'static)> {
-    if let Some(io) = err.downcast_ref::<std::io::Error>()
-        && let Some(inner) = io.get_ref()
-    {
-        return Some(inner);
-    }
-    err.source()
-}
-
-/// The TLS error anywhere in the chain, if there is one.
-fn tls_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
-    let mut cur = Some(e);
-    while let Some(err) = cur {
-        if let Some(t) = err.downcast_ref::<rustls::Error>() {
-            return Some(t);
-        }
-        cur = cause(err);
-    }
-    None
-}
-
-/// The innermost cause: the most specific wording, and free of the URL
-/// (which reqwest's outer message repeats, query string and all).
-fn root(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cur = e;
-    while let Some(next) = cause(cur) {
-        cur = next;
-    }
-    cur.to_string()
+        .map_err(|e| format!("cannot set up HTTP: {}", reply::root(&e)))
 }
 
 /// Retry-After as a wait from `now`: delta-seconds (`120`) or an HTTP-date

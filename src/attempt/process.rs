@@ -24,13 +24,26 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use super::children::{Change, count_group, group_alive, reap};
 use super::output::Pump;
+use super::scan::Patterns;
 use super::spawn::{Spawn, spawn};
 use super::stdin::StdinSource;
 use super::terminal::Terminal;
 use super::{Attempt, Context, Details};
 use crate::classify::{Limit, OutputMatch, Status};
-use crate::policy::ProcessOptions;
 use crate::signals::{Signals, handled, is_terminating, sigpipe_ignored_at_start, suspend_self};
+
+/// How attempts are run as processes, as validated from the flags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProcessOptions {
+    /// A raw signal number: real-time signals have no `nix::Signal`.
+    pub stop_signal: i32,
+    pub kill_after: Duration,
+    pub foreground: bool,
+    pub replay_stdin: bool,
+    /// `--retry-if-output`/`--stop-if-output`: None leaves the child's
+    /// output alone.
+    pub output: Option<Patterns>,
+}
 
 /// Runs COMMAND once per attempt.
 pub struct ProcessAttempt {

@@ -26,20 +26,25 @@ impl StatusSet {
     }
 }
 
-/// How an HTTP exchange failed when no response arrived.
+/// How an HTTP exchange failed when no usable response arrived.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NetFailure {
     /// The host name did not resolve.
     Dns,
-    /// No connection: refused, unreachable. The request was never sent.
+    /// No connection: refused, unreachable, or a TLS handshake cut off.
+    /// The request was never sent.
     Connect,
     /// The connection was not established within `--connect-timeout`.
     ConnectTimeout,
     /// The connection broke after the request may have been sent (reset,
     /// closed before a complete response).
     Lost,
-    /// `--timeout` or `--max-time` ran out while waiting for the response.
+    /// `--timeout`, `--idle-timeout` or `--max-time` ran out before the
+    /// body's end.
     TimedOut(Limit),
+    /// The same, after part of the body had gone to stdout (or a device),
+    /// which cannot be taken back: not retried, whatever the rules.
+    TimedOutAfterOutput(Limit),
     /// TLS handshake or certificate failure.
     Tls,
     /// The response body ended before its declared length: the connection
@@ -51,8 +56,19 @@ pub enum NetFailure {
     /// The body could not be written where it goes (stdout closed, `-o`
     /// failed): a local failure a retry cannot mend.
     Write,
-    /// Anything else: a malformed response, too many redirects, a request
-    /// that could not be built. Retrying sends the same thing again.
+    /// What came back is not HTTP: garbage, a TLS server behind an http://
+    /// URL, conflicting lengths, an impossible status code (curl's "weird
+    /// server reply").
+    BadReply,
+    /// More redirects than `--max-redirs` allows.
+    TooManyRedirects,
+    /// A redirect retry will not follow: to a scheme other than http(s), or
+    /// from https:// down to http://.
+    RedirectRefused,
+    /// A redirect whose Location is not a URL.
+    BadRedirect,
+    /// Anything else: a request that could not be built, say. Retrying
+    /// sends the same thing again.
     Other,
 }
 
@@ -60,14 +76,17 @@ impl NetFailure {
     /// Whether the server may have received the request. Only then does
     /// retrying a non-idempotent method risk doing the work twice.
     pub fn request_may_have_arrived(self) -> bool {
+        !matches!(
+            self,
+            NetFailure::Dns | NetFailure::Connect | NetFailure::ConnectTimeout
+        )
+    }
+
+    /// Whether part of the body already reached stdout (or a device).
+    pub fn after_output(self) -> bool {
         matches!(
             self,
-            NetFailure::Lost
-                | NetFailure::TimedOut(_)
-                | NetFailure::Other
-                | NetFailure::Truncated
-                | NetFailure::TruncatedOutput
-                | NetFailure::Write
+            NetFailure::TimedOutAfterOutput(_) | NetFailure::TruncatedOutput
         )
     }
 }
@@ -81,10 +100,24 @@ impl fmt::Display for NetFailure {
             NetFailure::Lost => "connection lost",
             NetFailure::TimedOut(Limit::Attempt) => "timed out by --timeout",
             NetFailure::TimedOut(Limit::Deadline) => "stopped at --max-time",
+            NetFailure::TimedOut(Limit::Idle) => "timed out by --idle-timeout",
+            NetFailure::TimedOutAfterOutput(Limit::Attempt) => {
+                "timed out by --timeout after part of the body was written out"
+            }
+            NetFailure::TimedOutAfterOutput(Limit::Deadline) => {
+                "stopped at --max-time after part of the body was written out"
+            }
+            NetFailure::TimedOutAfterOutput(Limit::Idle) => {
+                "timed out by --idle-timeout after part of the body was written out"
+            }
             NetFailure::Tls => "TLS error",
             NetFailure::Truncated => "body cut short",
             NetFailure::TruncatedOutput => "body cut short after part of it was written out",
             NetFailure::Write => "could not write the body",
+            NetFailure::BadReply => "the reply is not HTTP",
+            NetFailure::TooManyRedirects => "too many redirects",
+            NetFailure::RedirectRefused => "redirect not followed",
+            NetFailure::BadRedirect => "the redirect's Location is not a valid URL",
             NetFailure::Other => "request failed",
         })
     }
@@ -143,7 +176,9 @@ fn raw(status: &Status, rules: &Rules) -> Verdict {
             NetFailure::Dns | NetFailure::Connect | NetFailure::Lost | NetFailure::Truncated => {
                 Verdict::Retryable
             }
-            NetFailure::ConnectTimeout | NetFailure::TimedOut(Limit::Attempt) => {
+            NetFailure::ConnectTimeout
+            | NetFailure::TimedOut(Limit::Attempt)
+            | NetFailure::TimedOut(Limit::Idle) => {
                 if rules.retry_on_timeout {
                     Verdict::Retryable
                 } else {
@@ -152,10 +187,18 @@ fn raw(status: &Status, rules: &Rules) -> Verdict {
             }
             // Past the overall deadline there is no time left to retry in.
             NetFailure::TimedOut(Limit::Deadline) => Verdict::Permanent,
-            NetFailure::Tls
-            | NetFailure::Other
+            // What a reader already got cannot be taken back; a local
+            // failure, a server that does not speak HTTP, and a redirect
+            // retry will not follow do not change on a retry.
+            NetFailure::TimedOutAfterOutput(_)
+            | NetFailure::TruncatedOutput
             | NetFailure::Write
-            | NetFailure::TruncatedOutput => Verdict::Permanent,
+            | NetFailure::Tls
+            | NetFailure::BadReply
+            | NetFailure::TooManyRedirects
+            | NetFailure::RedirectRefused
+            | NetFailure::BadRedirect
+            | NetFailure::Other => Verdict::Permanent,
         },
         _ => Verdict::Permanent,
     }
@@ -166,6 +209,9 @@ fn raw(status: &Status, rules: &Rules) -> Verdict {
 fn held_back(status: &Status, rules: &Rules) -> bool {
     rules.http.unsafe_method.is_some()
         && match status {
+            // A 429 says the request was not processed (RFC 6585): sending
+            // it again cannot do the work twice.
+            Status::Http { code: 429, .. } => false,
             Status::Http { .. } => true,
             Status::Net { failure, .. } => failure.request_may_have_arrived(),
             _ => false,
@@ -196,10 +242,16 @@ pub fn explain(status: &Status, rules: &Rules) -> String {
             _ => 0,
         })
     {
+        let max = crate::human::human(rules.http.retry_after_max);
+        if after > crate::human::ABSURD_WAIT {
+            // Nobody means a wait of centuries: saying how many confuses.
+            return format!(
+                "the server asked to wait more than --retry-after-max {max} (a Retry-After of over a year)"
+            );
+        }
         return format!(
-            "the server asked to wait {} (Retry-After), more than --retry-after-max {}",
-            humantime::format_duration(super::round_ms(after)),
-            humantime::format_duration(super::round_ms(rules.http.retry_after_max))
+            "the server asked to wait {} (Retry-After), more than --retry-after-max {max}",
+            crate::human::human(after),
         );
     }
     match status {
@@ -209,21 +261,28 @@ pub fn explain(status: &Status, rules: &Rules) -> String {
         Status::Http {
             code: code @ 300..=399,
             ..
-        } => format!("HTTP {code} is a redirect without a Location to follow"),
+        } => format!(
+            "HTTP {code} is a redirect that was not followed (it has no Location, or --max-redirs is 0)"
+        ),
         Status::Http { code, .. } => format!("HTTP {code} is not retryable"),
         Status::Net {
-            failure: NetFailure::ConnectTimeout | NetFailure::TimedOut(Limit::Attempt),
+            failure:
+                NetFailure::ConnectTimeout
+                | NetFailure::TimedOut(Limit::Attempt)
+                | NetFailure::TimedOut(Limit::Idle),
             ..
         } => format!("{status}, and --no-retry-on-timeout is set"),
-        // Nothing more can be delivered: the status says it all.
+        // The status says it all, and why it stays so.
         Status::Net {
-            failure: NetFailure::Write,
+            failure:
+                NetFailure::Write
+                | NetFailure::BadReply
+                | NetFailure::TooManyRedirects
+                | NetFailure::RedirectRefused
+                | NetFailure::BadRedirect,
             ..
         } => status.to_string(),
-        Status::Net {
-            failure: NetFailure::TruncatedOutput,
-            ..
-        } => format!(
+        Status::Net { failure, .. } if failure.after_output() => format!(
             "{status}: what was written to stdout (or a device) cannot be taken back, so it is not retried \
              (with -o FILE it would be)"
         ),
@@ -322,6 +381,8 @@ mod tests {
             ..Rules::default()
         };
         assert_eq!(classify(&http(503), &r), Verdict::Permanent);
+        // A 429 was not processed (RFC 6585): safe to send again.
+        assert_eq!(classify(&http(429), &r), Verdict::Retryable);
         assert_eq!(
             classify(&net(NetFailure::Lost), &r),
             Verdict::Permanent,
@@ -357,9 +418,17 @@ mod tests {
         assert_eq!(classify(&asks(600), &r), Verdict::Retryable);
         assert_eq!(classify(&asks(601), &r), Verdict::Permanent);
         assert_eq!(
-            explain(&asks(99_999_999), &r),
-            "the server asked to wait 3years 2months 18h 39m 27s (Retry-After), \
-             more than --retry-after-max 10m"
+            explain(&asks(93_600), &r),
+            "the server asked to wait 1d 2h (Retry-After), more than --retry-after-max 10m"
+        );
+        // An absurd wait is not spelled out in days.
+        assert_eq!(
+            explain(&asks(u64::MAX), &r),
+            "the server asked to wait more than --retry-after-max 10m (a Retry-After of over a year)"
+        );
+        assert_eq!(
+            asks(u64::MAX).to_string(),
+            "HTTP 503, Retry-After over a year"
         );
         // A status that is not retried anyway is explained as before.
         let not_found = Status::Http {

@@ -11,11 +11,22 @@ use clap::Args;
 #[derive(Debug, Args)]
 pub struct HttpArgs {
     /// Probe URL over HTTP(S) instead of running a command
-    #[arg(long = "http", value_name = "URL", help_heading = "HTTP")]
+    #[arg(
+        long = "http",
+        value_name = "URL",
+        allow_hyphen_values = true,
+        help_heading = "HTTP"
+    )]
     pub url: Option<String>,
 
     /// Request method [default: GET, or POST with --data or --json]
-    #[arg(short = 'X', long, value_name = "M", help_heading = "HTTP")]
+    #[arg(
+        short = 'X',
+        long,
+        value_name = "M",
+        allow_hyphen_values = true,
+        help_heading = "HTTP"
+    )]
     pub method: Option<String>,
 
     /// Request header 'Name: value', or @FILE of header lines (repeatable)
@@ -23,33 +34,81 @@ pub struct HttpArgs {
         short = 'H',
         long = "header",
         value_name = "'K: V'",
+        allow_hyphen_values = true,
         help_heading = "HTTP"
     )]
     pub headers: Vec<String>,
 
-    /// Form body: the string, or @FILE for a file's contents; repeatable, joined with '&'
-    #[arg(short = 'd', long, value_name = "STR|@FILE", help_heading = "HTTP")]
+    /// Form body: the string, or @FILE for a file's contents without CR and LF (as curl);
+    /// repeatable, joined with '&'
+    #[arg(
+        short = 'd',
+        long,
+        value_name = "STR|@FILE",
+        allow_hyphen_values = true,
+        help_heading = "HTTP"
+    )]
     pub data: Vec<String>,
+
+    /// As --data, but @FILE is sent byte for byte
+    #[arg(
+        long,
+        value_name = "STR|@FILE",
+        allow_hyphen_values = true,
+        help_heading = "HTTP"
+    )]
+    pub data_binary: Vec<String>,
+
+    /// Where each --data and --data-binary value stood on the command line
+    /// (true: --data-binary), so the pieces are joined in that order. Filled
+    /// in by the parser; empty when built otherwise.
+    #[arg(skip)]
+    pub data_order: Vec<bool>,
 
     /// JSON request body: the string, or @FILE; sent with JSON Content-Type and Accept
     #[arg(
         long,
         value_name = "STR|@FILE",
-        conflicts_with = "data",
+        conflicts_with_all = ["data", "data_binary"],
+        allow_hyphen_values = true,
         help_heading = "HTTP"
     )]
     pub json: Option<String>,
 
     /// Time limit for establishing each connection [default: 10s]
-    #[arg(long, value_name = "DUR", help_heading = "HTTP")]
+    #[arg(
+        long,
+        value_name = "DUR",
+        allow_hyphen_values = true,
+        help_heading = "HTTP"
+    )]
     pub connect_timeout: Option<String>,
 
+    /// Redirects to follow in one attempt; more exits 47 (0: do not follow) [default: 10]
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "HTTP"
+    )]
+    pub max_redirs: Option<String>,
+
     /// Longest Retry-After to wait for; a server asking more ends the run [default: 10m]
-    #[arg(long, value_name = "DUR", help_heading = "HTTP")]
+    #[arg(
+        long,
+        value_name = "DUR",
+        allow_hyphen_values = true,
+        help_heading = "HTTP"
+    )]
     pub retry_after_max: Option<String>,
 
     /// Also trust the CA certificates in this PEM file
-    #[arg(long, value_name = "FILE", help_heading = "HTTP")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        allow_hyphen_values = true,
+        help_heading = "HTTP"
+    )]
     pub cacert: Option<PathBuf>,
 
     /// Do not verify the server's certificate (warned about on every run)
@@ -57,19 +116,40 @@ pub struct HttpArgs {
     pub insecure: bool,
 
     /// Write the accepted response's body to FILE instead of stdout
-    #[arg(short = 'o', long, value_name = "FILE", help_heading = "HTTP")]
+    #[arg(
+        short = 'o',
+        long,
+        value_name = "FILE",
+        allow_hyphen_values = true,
+        help_heading = "HTTP"
+    )]
     pub output: Option<PathBuf>,
 
     /// Statuses that count as success (e.g. 200,204 or 2xx) [default: 2xx]
-    #[arg(long, value_name = "LIST", help_heading = "HTTP")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        allow_hyphen_values = true,
+        help_heading = "HTTP"
+    )]
     pub expect: Option<String>,
 
     /// Statuses worth retrying, replacing the default 408,429,500,502-504
-    #[arg(long, value_name = "LIST", help_heading = "HTTP")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        allow_hyphen_values = true,
+        help_heading = "HTTP"
+    )]
     pub retry_status: Option<String>,
 
     /// Send this Idempotency-Key on every attempt ('auto': a random UUID), so POST and PATCH may be retried
-    #[arg(long, value_name = "KEY|auto", help_heading = "HTTP")]
+    #[arg(
+        long,
+        value_name = "KEY|auto",
+        allow_hyphen_values = true,
+        help_heading = "HTTP"
+    )]
     pub idempotency_key: Option<String>,
 
     /// Retry POST and PATCH even without an idempotency key

@@ -13,7 +13,7 @@ pub struct StateArgs {
     /// Needed by --pace, --budget, --breaker and --state-show. Invocations on
     /// one host share a group through a directory, across hosts through Redis.
     /// Not needed with --simulate: the simulated clients are one group.
-    #[arg(long, value_name = "NAME", env = "RETRY_GROUP", help_heading = HEADING)]
+    #[arg(long, value_name = "NAME", env = "RETRY_GROUP", allow_hyphen_values = true, help_heading = HEADING)]
     pub group: Option<String>,
 
     /// Where the group's state lives: a directory, or redis://, rediss://, unix:// [default: ~/.local/state/retry]
@@ -24,7 +24,7 @@ pub struct StateArgs {
     /// is reported once and the run goes on without it, trying it again
     /// before later retries. Passwords in URLs are never printed, and are
     /// left out of the RETRY_STATE that COMMAND receives.
-    #[arg(long, value_name = "DIR|URL", env = "RETRY_STATE", help_heading = HEADING)]
+    #[arg(long, value_name = "DIR|URL", env = "RETRY_STATE", allow_hyphen_values = true, help_heading = HEADING)]
     pub state: Option<String>,
 
     /// Read the Redis password from FILE (its first line), not from the URL
@@ -32,7 +32,7 @@ pub struct StateArgs {
     /// Keeps the password off the command line and out of the environment,
     /// so that nested invocations, which inherit this setting, can use the
     /// store too.
-    #[arg(long, value_name = "FILE", env = "RETRY_STATE_PASSWORD_FILE", help_heading = HEADING)]
+    #[arg(long, value_name = "FILE", env = "RETRY_STATE_PASSWORD_FILE", allow_hyphen_values = true, help_heading = HEADING)]
     pub state_password_file: Option<std::path::PathBuf>,
 
     /// Exit 125 when the state store cannot be used, instead of running without it
@@ -52,11 +52,11 @@ pub struct StateArgs {
     /// slot; it gives up rather than take a slot past --max-time. First
     /// attempts are never paced. With --simulate, the simulated clients share
     /// the pace.
-    #[arg(long, value_name = "RATE", help_heading = HEADING)]
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true, help_heading = HEADING)]
     pub pace: Option<String>,
 
     /// Retries of the group that may start at once under --pace [default: 1]
-    #[arg(long, value_name = "N", help_heading = HEADING)]
+    #[arg(long, value_name = "N", allow_hyphen_values = true, help_heading = HEADING)]
     pub pace_burst: Option<String>,
 
     /// Stop retrying while the whole group fails: a shared retry budget [default: 100:0.1]
@@ -66,13 +66,13 @@ pub struct StateArgs {
     /// TOKENS/2 remain; otherwise the run ends with the last attempt's code.
     /// First attempts always run. With --simulate, the simulated clients share
     /// the budget.
-    #[arg(long, value_name = "TOKENS[:RATIO]", num_args = 0..=1, default_missing_value = "100:0.1", help_heading = HEADING)]
+    #[arg(long, value_name = "TOKENS[:RATIO]", num_args = 0..=1, default_missing_value = "100:0.1", allow_negative_numbers = true, help_heading = HEADING)]
     pub budget: Option<String>,
 
     /// After THRESHOLD failed runs in a row, refuse to run for COOLDOWN (exit 75) [default: 5:30s]
     ///
     /// Then one trial run is let through (the others are still refused): its
     /// success closes the circuit, its failure opens it for another COOLDOWN.
-    #[arg(long, value_name = "THRESHOLD[:COOLDOWN]", num_args = 0..=1, default_missing_value = "5:30s", help_heading = HEADING)]
+    #[arg(long, value_name = "THRESHOLD[:COOLDOWN]", num_args = 0..=1, default_missing_value = "5:30s", allow_negative_numbers = true, help_heading = HEADING)]
     pub breaker: Option<String>,
 }

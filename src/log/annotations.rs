@@ -4,9 +4,9 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use super::events::{End, Event};
 use super::text;
 use crate::classify::Verdict;
+use crate::event::{End, Event};
 
 /// The workflow command for an event, if it gets one. Its text is the plain
 /// text log line.

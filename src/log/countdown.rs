@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
-use super::text::{PREFIX, human, of_max, paint_word};
+use super::text::{PREFIX, paint_word};
+use crate::human::{human, of_max};
 
 /// Waits up to this long get no countdown: it would only flicker.
 const MIN_WAIT: Duration = Duration::from_secs(1);

@@ -8,8 +8,8 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use super::events::{Event, Wait};
-use crate::classify::{Limit, NetFailure, Status, Verdict, signal_name};
+use crate::classify::{NetFailure, Status, Verdict, signal_name};
+use crate::event::{Event, Wait};
 
 /// Who wrote a line: the same for every line of one invocation.
 #[derive(Debug, Clone)]
@@ -109,22 +109,17 @@ fn millis(d: Duration) -> f64 {
 
 /// The outcome word of an attempt; the same words in command and HTTP mode.
 pub fn outcome(status: &Status, verdict: Verdict) -> &'static str {
+    if status.stopped_by_deadline() {
+        return "deadline";
+    }
     match (status, verdict) {
-        (
-            Status::TimedOut {
-                limit: Limit::Deadline,
-                ..
-            }
-            | Status::Net {
-                failure: NetFailure::TimedOut(Limit::Deadline),
-                ..
-            },
-            _,
-        ) => "deadline",
         (
             Status::TimedOut { .. }
             | Status::Net {
-                failure: NetFailure::TimedOut(_) | NetFailure::ConnectTimeout,
+                failure:
+                    NetFailure::TimedOut(_)
+                    | NetFailure::TimedOutAfterOutput(_)
+                    | NetFailure::ConnectTimeout,
                 ..
             },
             _,
@@ -254,6 +249,7 @@ pub fn lines(event: &Event<'_>, elapsed: Duration, origin: &Origin) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::classify::Limit;
 
     fn parse(s: &str) -> Vec<serde_json::Value> {
         s.lines()
@@ -271,7 +267,7 @@ mod tests {
     #[test]
     fn attempt_and_sleep_lines() {
         let status = Status::Exited(1);
-        let e = crate::log::events::sample_failed_attempt(&status);
+        let e = crate::event::sample_failed_attempt(&status);
         let v = parse(&lines(&e, Duration::from_millis(1), &origin()));
         assert_eq!(v.len(), 2);
         assert_eq!(v[0]["event"], "attempt");

@@ -15,20 +15,49 @@
 
 mod annotations;
 mod countdown;
-mod events;
 mod json;
 mod text;
 
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub use countdown::Countdown;
-pub use events::{End, Event, Wait};
 pub use json::outcome;
-pub use text::{human, of_max, shell_line};
 
 use crate::classify::Verdict;
-use crate::policy::{LogFormat, LogOptions, When};
+use crate::event::{End, Event, Sink};
+
+/// The format of log lines (`--log-format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// `auto|always|never` for a feature whose `auto` depends on the surroundings
+/// (terminal, environment), which `log` inspects when it opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum When {
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+/// How the log is asked to look and where it goes, as validated from the
+/// flags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogOptions {
+    pub format: LogFormat,
+    /// -2 (-qq: nothing), -1 (-q: final give-up only), 0 (default), 1+ (-v).
+    pub verbosity: i8,
+    pub file: Option<PathBuf>,
+    /// `--color`.
+    pub color: When,
+    /// `--ci-annotations`.
+    pub annotations: When,
+}
 
 /// What the log can see of where it runs, read once when it opens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -254,6 +283,16 @@ impl Logger {
     /// `error` event.
     pub fn error(&mut self, message: &str) {
         self.emit(&Event::Error { message });
+    }
+}
+
+impl Sink for Logger {
+    type Countdown = Countdown;
+    fn emit(&mut self, event: &Event<'_>) {
+        Logger::emit(self, event);
+    }
+    fn countdown(&self, wait: Duration, next_attempt: u32, max: Option<u32>) -> Countdown {
+        Logger::countdown(self, wait, next_attempt, max)
     }
 }
 

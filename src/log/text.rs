@@ -1,38 +1,13 @@
 //! The text log: one `retry: ...` line per event, and the colouring of
 //! retry's own words in it.
 
-use std::ffi::OsString;
 use std::time::Duration;
 
 use anstyle::{AnsiColor, Style};
 
-use super::events::{End, Event};
-use crate::classify::{Verdict, round_ms};
-
-/// A duration for people: whole milliseconds, `870ms`, `2s 312ms`, `1m 5s`.
-pub fn human(d: Duration) -> String {
-    humantime::format_duration(round_ms(d)).to_string()
-}
-
-/// `3/5`, or `3` without a limit.
-pub fn of_max(attempt: u32, max: Option<u32>) -> String {
-    match max {
-        Some(m) => format!("{attempt}/{m}"),
-        None => attempt.to_string(),
-    }
-}
-
-/// Quote a command line the way a shell would read it back.
-pub fn shell_line(command: &[OsString]) -> String {
-    let words: Vec<String> = command
-        .iter()
-        .map(|w| {
-            let w = w.to_string_lossy();
-            shlex::try_quote(&w).map_or_else(|_| format!("{w:?}"), |q| q.into_owned())
-        })
-        .collect();
-    words.join(" ")
-}
+use crate::classify::Verdict;
+use crate::event::{End, Event};
+use crate::human::{human, of_max, shell_line};
 
 /// What the group's pace added to a wait, if anything.
 fn paced(d: Duration) -> String {
@@ -186,12 +161,12 @@ pub fn paint(line: &str, event: &Event<'_>) -> String {
 mod tests {
     use super::*;
     use crate::classify::Status;
-    use crate::log::Wait;
+    use crate::event::Wait;
 
     #[test]
     fn failed_attempt_line() {
         let status = Status::Exited(1);
-        let e = crate::log::events::sample_failed_attempt(&status);
+        let e = crate::event::sample_failed_attempt(&status);
         assert_eq!(
             line(&e, Duration::ZERO),
             "retry: attempt 2/5 failed (exit 1) after 312ms; next in 870ms (full jitter, ceiling 2s)"
@@ -247,19 +222,5 @@ mod tests {
                 paint_word("warning:", WARN)
             )
         );
-    }
-
-    #[test]
-    fn shell_quoting() {
-        let cmd: Vec<OsString> = ["echo", "a b", "it's"].iter().map(OsString::from).collect();
-        assert_eq!(shell_line(&cmd), r#"echo 'a b' "it's""#);
-    }
-
-    #[test]
-    fn human_durations() {
-        assert_eq!(human(Duration::from_micros(312_400)), "312ms");
-        assert_eq!(human(Duration::from_millis(2312)), "2s 312ms");
-        assert_eq!(human(Duration::from_secs(65)), "1m 5s");
-        assert_eq!(human(Duration::ZERO), "0s");
     }
 }

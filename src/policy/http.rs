@@ -5,92 +5,21 @@
 //! `@FILE`s and checking that `-o` can be written are left to the caller
 //! (`probe`), which does so before the first request: parsing does no I/O.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
-use std::time::Duration;
 
 use reqwest::Method;
 use reqwest::Url;
 use reqwest::header::{HeaderName, HeaderValue};
 
-use super::{UsageError, invalid, opt_positive_duration};
+use super::{
+    UsageError, invalid, looks_like_an_option, missing_value, opt_positive_duration, path_arg,
+};
+use crate::attempt::http::{Body, CONNECT_TIMEOUT, Data, HttpOptions, IdempotencyKey, MAX_REDIRS};
 use crate::classify::{HttpRules, RETRY_AFTER_MAX, StatusSet};
-use crate::cli::HttpArgs;
-use crate::mask;
+use crate::cli::{Cli, HttpArgs};
 
 const STATUS_FORM: &str =
     "HTTP statuses, ranges and classes from 100 to 599, such as 200,204, 500-504 or 5xx";
-
-/// One piece of the request body: `-d STR|@FILE` or `--json STR|@FILE`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Data {
-    Inline(Vec<u8>),
-    /// `@FILE`: read once, before the first attempt (`@-`: stdin).
-    File(PathBuf),
-}
-
-/// What the body is, which decides its default Content-Type.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Body {
-    /// `-d`, repeatable: the pieces joined with `&`, sent as a form.
-    Form(Vec<Data>),
-    /// `--json`: sent as JSON, asking for JSON back.
-    Json(Data),
-}
-
-/// `--connect-timeout`'s default: long enough for a slow handshake across
-/// the world, short enough that a black-holed address cannot hang a run.
-pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The `Idempotency-Key` sent with every attempt.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IdempotencyKey {
-    Given(HeaderValue),
-    /// A random UUID v4, drawn once per run.
-    Auto,
-}
-
-/// The validated request of HTTP mode.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HttpOptions {
-    pub url: Url,
-    pub method: Method,
-    pub headers: Vec<(HeaderName, HeaderValue)>,
-    /// `-H @FILE`: files of header lines, read before the first request.
-    pub header_files: Vec<PathBuf>,
-    pub body: Option<Body>,
-    pub connect_timeout: Duration,
-    /// `-o FILE`; None (or `-o -`) is stdout.
-    pub output: Option<PathBuf>,
-    pub idempotency_key: Option<IdempotencyKey>,
-    /// `--cacert FILE`: extra trust anchors.
-    pub cacert: Option<PathBuf>,
-    /// `--insecure`: no certificate verification.
-    pub insecure: bool,
-}
-
-impl HttpOptions {
-    /// The request as log lines and `--dry-run` show it, secrets hidden:
-    /// `POST https://host/path -H 'Authorization: ***'`.
-    pub fn display_words(&self) -> Vec<OsString> {
-        let mut words = vec![
-            OsString::from(self.method.as_str()),
-            OsString::from(mask::url(self.url.as_str())),
-        ];
-        for (name, value) in &self.headers {
-            words.push("-H".into());
-            let value = String::from_utf8_lossy(value.as_bytes());
-            words.push(mask::header(name.as_str(), &value).into());
-        }
-        for file in &self.header_files {
-            words.push("-H".into());
-            let mut w = OsString::from("@");
-            w.push(file);
-            words.push(w);
-        }
-        words
-    }
-}
 
 /// Methods whose repetition has the same effect as one request (RFC 9110,
 /// section 9.2.2). Anything else, POST and PATCH above all, might do its work
@@ -104,12 +33,14 @@ fn is_idempotent(m: &Method) -> bool {
 
 /// Validate the HTTP flags. `Ok(None)` when `--http` was not given (and no
 /// HTTP-only flag either).
-pub fn from_args(args: HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, UsageError> {
-    let Some(raw_url) = args.url else {
+pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, UsageError> {
+    let Some(raw_url) = &args.url else {
         let stray = [
             ("--method", args.method.is_some()),
             ("--header", !args.headers.is_empty()),
             ("--data", !args.data.is_empty()),
+            ("--data-binary", !args.data_binary.is_empty()),
+            ("--max-redirs", args.max_redirs.is_some()),
             ("--json", args.json.is_some()),
             ("--connect-timeout", args.connect_timeout.is_some()),
             ("--retry-after-max", args.retry_after_max.is_some()),
@@ -135,17 +66,14 @@ pub fn from_args(args: HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Usa
         .ok_or_else(|| {
             invalid(
                 "--http",
-                &raw_url,
+                raw_url,
                 "an http:// or https:// URL such as https://example.com/health",
             )
         })?;
 
-    let mut pieces = Vec::with_capacity(args.data.len());
-    for d in &args.data {
-        pieces.push(data_arg("--data", d)?);
-    }
+    let pieces = form_pieces(args)?;
     let body = match &args.json {
-        Some(j) => Some(Body::Json(data_arg("--json", j)?)),
+        Some(j) => Some(Body::Json(data_arg("--json", j, false)?)),
         None if pieces.is_empty() => None,
         None => Some(Body::Form(pieces)),
     };
@@ -156,7 +84,7 @@ pub fn from_args(args: HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Usa
         None => Method::GET,
         Some(m) => Method::from_bytes(m.trim().to_ascii_uppercase().as_bytes())
             .ok()
-            .filter(|_| !m.trim().is_empty())
+            .filter(|_| !m.trim().is_empty() && !m.trim().starts_with('-'))
             .ok_or_else(|| invalid("--method", m, "an HTTP method such as GET, POST or PUT"))?,
     };
 
@@ -183,18 +111,27 @@ pub fn from_args(args: HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Usa
         })?);
     }
 
+    if args.idempotency_key.is_some()
+        && headers
+            .iter()
+            .any(|(name, _)| name.as_str() == "idempotency-key")
+    {
+        return Err(UsageError(
+            "--idempotency-key and -H 'Idempotency-Key: ...' both set the key: give it once, with --idempotency-key KEY".to_string(),
+        ));
+    }
     let idempotency_key = match args.idempotency_key.as_deref() {
         None => None,
         Some("auto") => Some(IdempotencyKey::Auto),
         Some(k) => Some(IdempotencyKey::Given(
             HeaderValue::from_str(k.trim())
                 .ok()
-                .filter(|v| !v.is_empty())
+                .filter(|v| !v.is_empty() && !k.trim().starts_with('-'))
                 .ok_or_else(|| {
                     invalid(
                         "--idempotency-key",
                         k,
-                        "'auto' or a non-empty key of visible ASCII characters",
+                        "'auto' or a non-empty key of visible ASCII characters, not starting with '-'",
                     )
                 })?,
         )),
@@ -231,12 +168,18 @@ pub fn from_args(args: HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Usa
     {
         return Err(invalid("--output", "", "a file name, or - for stdout"));
     }
+    if let Some(o) = args.output.as_deref().filter(|o| o.as_os_str() != "-") {
+        path_arg("--output", o, "a file name, or - for stdout")?;
+    }
     if args
         .cacert
         .as_ref()
         .is_some_and(|c| c.as_os_str().is_empty())
     {
         return Err(invalid("--cacert", "", "a file of PEM certificates"));
+    }
+    if let Some(c) = &args.cacert {
+        path_arg("--cacert", c, "a file of PEM certificates")?;
     }
     let options = HttpOptions {
         url,
@@ -249,25 +192,96 @@ pub fn from_args(args: HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Usa
             args.connect_timeout.as_deref(),
         )?
         .unwrap_or(CONNECT_TIMEOUT),
-        output: args.output.filter(|o| o.as_os_str() != "-"),
+        max_redirs: match args.max_redirs.as_deref() {
+            None => MAX_REDIRS,
+            Some(n) => n.trim().parse::<u32>().map_err(|_| {
+                invalid(
+                    "--max-redirs",
+                    n,
+                    "a whole number of redirects to follow, 0 for none",
+                )
+            })?,
+        },
+        output: args.output.clone().filter(|o| o.as_os_str() != "-"),
         idempotency_key,
-        cacert: args.cacert,
+        cacert: args.cacert.clone(),
         insecure: args.insecure,
     };
     Ok(Some((options, rules)))
 }
 
-/// `STR` or `@FILE` as `-d` and `--json` take them.
-fn data_arg(flag: &str, d: &str) -> Result<Data, UsageError> {
+/// With `--http`, the flags that belong to a COMMAND are refused.
+pub(super) fn exclusive(cli: &Cli) -> Result<(), UsageError> {
+    if !cli.command.is_empty() {
+        return Err(UsageError(
+            "--http and COMMAND are mutually exclusive: give one or the other".to_string(),
+        ));
+    }
+    for (flag, given) in [
+        ("--retry-on", cli.retry_on.is_some()),
+        ("--stop-on", cli.stop_on.is_some()),
+        ("--success-on", cli.success_on.is_some()),
+    ] {
+        if given {
+            return Err(UsageError(format!(
+                "{flag} applies to exit codes of a COMMAND: with --http use --expect or --retry-status"
+            )));
+        }
+    }
+    let process = [
+        ("--restart-on-success", cli.restart_on_success),
+        ("--retry-if-output", !cli.retry_if_output.is_empty()),
+        ("--stop-if-output", !cli.stop_if_output.is_empty()),
+    ];
+    for (flag, given) in process.into_iter().chain(super::process::given(cli)) {
+        if given {
+            return Err(UsageError(format!(
+                "{flag} applies to a COMMAND's processes, not to --http"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `STR` or `@FILE` as `-d`, `--data-binary` and `--json` take them; `-d`
+/// (`text`) removes CR and LF from a file's contents.
+fn data_arg(flag: &str, d: &str, text: bool) -> Result<Data, UsageError> {
     match d.strip_prefix('@') {
         Some("") => Err(invalid(
             flag,
             d,
             "a string, or @FILE naming a file to send (@- for stdin)",
         )),
+        Some(path) if text => Ok(Data::Text(PathBuf::from(path))),
         Some(path) => Ok(Data::File(PathBuf::from(path))),
         None => Ok(Data::Inline(d.as_bytes().to_vec())),
     }
+}
+
+/// The `-d` and `--data-binary` pieces, in command-line order when the
+/// parser recorded it (otherwise every `-d` first).
+fn form_pieces(args: &HttpArgs) -> Result<Vec<Data>, UsageError> {
+    let given = args.data.len() + args.data_binary.len();
+    let order: Vec<bool> = if args.data_order.len() == given {
+        args.data_order.clone()
+    } else {
+        std::iter::repeat_n(false, args.data.len())
+            .chain(std::iter::repeat_n(true, args.data_binary.len()))
+            .collect()
+    };
+    let (mut text, mut binary) = (args.data.iter(), args.data_binary.iter());
+    let mut pieces = Vec::with_capacity(given);
+    for is_binary in order {
+        let piece = if is_binary {
+            binary.next().map(|d| data_arg("--data-binary", d, false))
+        } else {
+            text.next().map(|d| data_arg("--data", d, true))
+        };
+        if let Some(p) = piece {
+            pieces.push(p?);
+        }
+    }
+    Ok(pieces)
 }
 
 /// `Name: value`; surrounding blanks of the value are not part of it.
@@ -316,6 +330,9 @@ fn status(s: &str) -> Result<u16, String> {
 fn opt_statuses(flag: &str, value: Option<&str>) -> Result<Option<StatusSet>, UsageError> {
     value
         .map(|s| {
+            if looks_like_an_option(s) {
+                return Err(missing_value(flag, s, STATUS_FORM));
+            }
             parse_statuses(s).map_err(|why| {
                 UsageError(format!(
                     "invalid value '{s}' for {flag}: {why}; expected {STATUS_FORM}"
@@ -327,6 +344,8 @@ fn opt_statuses(flag: &str, value: Option<&str>) -> Result<Option<StatusSet>, Us
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::cli::Cli;
     use clap::Parser;
@@ -334,7 +353,7 @@ mod tests {
     fn parse(args: &[&str]) -> Result<Option<(HttpOptions, HttpRules)>, UsageError> {
         let mut argv = vec!["retry"];
         argv.extend_from_slice(args);
-        from_args(Cli::parse_from(argv).http)
+        from_args(&Cli::parse_from(argv).http)
     }
 
     fn ok(args: &[&str]) -> (HttpOptions, HttpRules) {
@@ -365,6 +384,9 @@ mod tests {
         let (o, r) = ok(&["--http", "http://127.0.0.1:8/x"]);
         assert_eq!(o.method, Method::GET);
         assert_eq!(o.connect_timeout, Duration::from_secs(10));
+        assert_eq!(o.max_redirs, 10);
+        let (o, _) = ok(&["--http", "http://h/", "--max-redirs", "0"]);
+        assert_eq!(o.max_redirs, 0);
         assert_eq!(r, HttpRules::default());
         assert_eq!(r.retry_after_max, Duration::from_secs(600));
         let (o, _) = ok(&["--http", "http://h/", "-o", "-"]);
@@ -385,15 +407,24 @@ mod tests {
         assert_eq!(o.method, Method::PUT);
         assert_eq!(
             o.body,
-            Some(Body::Form(vec![Data::File("body.json".into())]))
+            Some(Body::Form(vec![Data::Text("body.json".into())]))
         );
         let (o, r) = ok(&["--http", "http://h/", "-d", "a=1", "-d", "@b"]);
         assert_eq!(
             o.body,
             Some(Body::Form(vec![
                 Data::Inline(b"a=1".to_vec()),
-                Data::File("b".into())
+                Data::Text("b".into())
             ]))
+        );
+        let (o, _) = ok(&["--http", "http://h/", "--data-binary", "@b", "-d", "@c"]);
+        assert_eq!(
+            o.body,
+            Some(Body::Form(vec![
+                Data::Text("c".into()),
+                Data::File("b".into())
+            ])),
+            "without the parser's record, every -d comes first"
         );
         assert_eq!(r.unsafe_method.as_deref(), Some("POST"));
         let (o, _) = ok(&["--http", "http://h/", "--json", "{}"]);
@@ -475,6 +506,20 @@ mod tests {
         );
         assert!(err(&["--insecure", "--", "true"]).contains("--http"));
         assert!(err(&["-X", "POST", "--", "true"]).contains("--method"));
+        assert!(err(&["--http", "http://h/", "--max-redirs", "-1"]).contains("--max-redirs"));
+        assert!(err(&["--max-redirs", "3", "--", "true"]).contains("--http"));
+        let both = err(&[
+            "--http",
+            "http://h/",
+            "-H",
+            "idempotency-key: a",
+            "--idempotency-key",
+            "b",
+        ]);
+        assert!(
+            both.contains("--idempotency-key") && both.contains("Idempotency-Key"),
+            "{both}"
+        );
         assert!(err(&["--expect", "200", "--", "true"]).contains("--http"));
     }
 }

@@ -4,9 +4,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{DUR_FORM, UsageError, invalid, parse_duration};
-use crate::cli::{FormatArg, ModelArg, SimArgs};
-use crate::sim::{Fleet, Model};
+use super::{DUR_FORM, UsageError, invalid, parse_duration, path_arg};
+use crate::cli::{Cli, FormatArg, ModelArg, SimArgs};
+use crate::state::rules::{Budget, Pace};
 
 /// Most clients a simulation takes: far past any fleet worth modelling on
 /// one machine, small enough that the report comes back in seconds.
@@ -16,7 +16,7 @@ pub const MAX_CLIENTS: u32 = 1_000_000;
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimOptions {
     pub clients: u32,
-    pub model: Model,
+    pub model: Server,
     /// Every jitter kind side by side.
     pub compare: bool,
     pub json: bool,
@@ -24,12 +24,24 @@ pub struct SimOptions {
     /// `--jitter-max` for the additive run of `--compare`.
     pub additive_max: Duration,
     /// `--pace` and `--budget`: the clients share them as one group.
-    pub fleet: Fleet,
+    pub pace: Option<Pace>,
+    pub budget: Option<Budget>,
+}
+
+/// The server the simulated clients call, as the flags describe it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Server {
+    /// `--outage DUR`: every request before `until` fails.
+    Outage { until: Duration },
+    /// `--capacity RATE/s`, requests per second, after `--outage` if given.
+    Capacity { rate: f64, outage: Option<Duration> },
+    /// `--model occ`.
+    Occ,
 }
 
 /// Validate the simulation flags. `Ok(None)` when `--simulate` was not given
 /// (and none of its flags either).
-pub fn from_args(args: SimArgs) -> Result<Option<SimOptions>, UsageError> {
+pub fn from_args(args: &SimArgs) -> Result<Option<SimOptions>, UsageError> {
     let Some(n) = args.simulate.as_deref() else {
         for (flag, given) in [
             ("--outage", args.outage.is_some()),
@@ -75,16 +87,19 @@ pub fn from_args(args: SimArgs) -> Result<Option<SimOptions>, UsageError> {
             })
         })
         .transpose()?;
+    if let Some(plot) = &args.plot {
+        path_arg("--plot", plot, "an SVG file name such as herd.svg")?;
+    }
     let model = match (args.model, outage, capacity) {
-        (Some(ModelArg::Occ), None, None) => Model::Occ,
+        (Some(ModelArg::Occ), None, None) => Server::Occ,
         (Some(ModelArg::Occ), _, _) => {
             return Err(UsageError(
                 "--model occ is a server of its own: it cannot be combined with --outage or --capacity"
                     .to_string(),
             ));
         }
-        (None, outage, Some(rate)) => Model::Capacity { rate, outage },
-        (None, Some(until), None) => Model::Outage { until },
+        (None, outage, Some(rate)) => Server::Capacity { rate, outage },
+        (None, Some(until), None) => Server::Outage { until },
         (None, None, None) => {
             return Err(UsageError(
                 "--simulate needs a server model: --outage DUR, --capacity RATE/s or --model occ"
@@ -97,10 +112,70 @@ pub fn from_args(args: SimArgs) -> Result<Option<SimOptions>, UsageError> {
         model,
         compare: args.compare,
         json: args.format == Some(FormatArg::Json),
-        plot: args.plot,
+        plot: args.plot.clone(),
         additive_max: Duration::from_secs(1),
-        fleet: Fleet::default(),
+        pace: None,
+        budget: None,
     }))
+}
+
+/// The rules a simulated fleet shares: the clients are one group with its
+/// state in memory, so the rules apply and a group name and a store do not.
+pub(super) fn shared_rules(cli: &Cli) -> Result<super::state::Rules, UsageError> {
+    let rules = super::state::rules(&cli.state)?;
+    if rules.breaker.is_some() {
+        return Err(UsageError(
+            "--breaker has no effect in --simulate: every simulated client starts at once, before any run can fail; use --budget or --pace"
+                .to_string(),
+        ));
+    }
+    let from_env = |id: &str| cli.from_env.iter().any(|(i, _)| i == id);
+    for (flag, given) in [
+        ("--state", cli.state.state.is_some() && !from_env("state")),
+        ("--state-required", cli.state.state_required),
+        (
+            "--state-password-file",
+            cli.state.state_password_file.is_some() && !from_env("state_password_file"),
+        ),
+    ] {
+        if given {
+            return Err(UsageError(format!(
+                "--simulate runs nothing real: it cannot be combined with {flag} (the simulated clients share their state in memory)"
+            )));
+        }
+    }
+    Ok(rules)
+}
+
+/// `--simulate` runs nothing real: what would run something is refused.
+pub(super) fn exclusive(cli: &Cli, http: bool, state_show: bool) -> Result<(), UsageError> {
+    let real = [
+        ("COMMAND", !cli.command.is_empty()),
+        ("--http", http),
+        ("--dry-run", cli.dry_run),
+        ("--state-show", state_show),
+        // RETRY_TIMEOUT set for the user's real runs does not
+        // stand in the way of a simulation; --timeout given does.
+        (
+            "--timeout",
+            cli.timeout.is_some() && !cli.from_env.iter().any(|(id, _)| id == "timeout"),
+        ),
+        (
+            "--idle-timeout",
+            cli.idle_timeout.is_some() && !cli.from_env.iter().any(|(id, _)| id == "idle_timeout"),
+        ),
+        ("--retry-on", cli.retry_on.is_some()),
+        ("--stop-on", cli.stop_on.is_some()),
+        ("--success-on", cli.success_on.is_some()),
+    ];
+    for (flag, given) in real.into_iter().chain(super::process::given(cli)) {
+        if given {
+            return Err(UsageError(format!(
+                "--simulate runs nothing real: it cannot be combined with {flag}"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `200/s`, `600/m`, or a bare number per second.
@@ -148,20 +223,20 @@ mod tests {
     fn models() {
         let mut a = args(Some("10"));
         a.outage = Some("5s".into());
-        let o = from_args(a).expect("valid").expect("some");
+        let o = from_args(&a).expect("valid").expect("some");
         assert_eq!(
             o.model,
-            Model::Outage {
+            Server::Outage {
                 until: Duration::from_secs(5)
             }
         );
         let mut a = args(Some("10"));
         a.outage = Some("5s".into());
         a.capacity = Some("20/s".into());
-        let o = from_args(a).expect("valid").expect("some");
+        let o = from_args(&a).expect("valid").expect("some");
         assert_eq!(
             o.model,
-            Model::Capacity {
+            Server::Capacity {
                 rate: 20.0,
                 outage: Some(Duration::from_secs(5))
             }
@@ -170,19 +245,19 @@ mod tests {
         a.model = Some(ModelArg::Occ);
         a.outage = Some("1s".into());
         assert!(
-            from_args(a)
+            from_args(&a)
                 .expect_err("occ alone")
                 .0
                 .contains("--model occ")
         );
         assert!(
-            from_args(args(Some("10")))
+            from_args(&args(Some("10")))
                 .expect_err("no model")
                 .0
                 .contains("server model")
         );
         assert!(
-            from_args(args(Some("0")))
+            from_args(&args(Some("0")))
                 .expect_err("zero")
                 .0
                 .contains("--simulate")
@@ -194,14 +269,14 @@ mod tests {
         let mut a = args(None);
         a.outage = Some("1s".into());
         assert!(
-            from_args(a)
+            from_args(&a)
                 .expect_err("usage")
                 .0
                 .starts_with("--outage applies only")
         );
         let mut a = args(None);
         a.compare = true;
-        assert!(from_args(a).expect_err("usage").0.starts_with("--compare"));
-        assert_eq!(from_args(args(None)), Ok(None));
+        assert!(from_args(&a).expect_err("usage").0.starts_with("--compare"));
+        assert_eq!(from_args(&args(None)), Ok(None));
     }
 }

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{UsageError, invalid, parse_duration};
+use super::{Names, UsageError, invalid, parse_duration, path_arg};
 use crate::cli::StateArgs;
 use crate::state::rules::{Breaker, Budget, Pace};
 use crate::state::{Features, StoreAt};
@@ -19,7 +19,8 @@ pub struct StateOptions {
 }
 
 const GROUP_FORM: &str =
-    "1 to 64 letters, digits, '.', '_' or '-', not starting with '.', such as nightly-sync";
+    "1 to 64 letters, digits, '.', '_' or '-', not starting with '.' or '-', such as nightly-sync";
+const PASSWORD_FILE_FORM: &str = "a file holding the Redis password";
 const RATE_FORM: &str = "a count per time unit, such as 20/s, 600/m or 5/10s";
 const BUDGET_FORM: &str =
     "TOKENS[:RATIO], such as 100 or 100:0.1 (TOKENS at least 1, RATIO from 0 to TOKENS)";
@@ -57,22 +58,14 @@ pub fn rules(a: &StateArgs) -> Result<Rules, UsageError> {
     })
 }
 
-/// `--state`, or the variable it came from, for messages.
-fn store_name(from_env: &[(String, String)], id: &str, flag: &str) -> String {
-    from_env
-        .iter()
-        .find(|(arg, _)| arg == id)
-        .map_or_else(|| flag.to_string(), |(_, var)| format!("{var} ({flag})"))
-}
-
-/// `from_env` lists the arguments whose values came from the environment
-/// (clap id, variable), so that messages name what the user set.
-pub fn from_args(a: StateArgs, from_env: &[(String, String)]) -> Result<StateOptions, UsageError> {
+/// `names` says which values came from the environment, so that messages
+/// name what the user set.
+pub fn from_args(a: &StateArgs, names: &Names) -> Result<StateOptions, UsageError> {
     let Rules {
         pace,
         budget,
         breaker,
-    } = rules(&a)?;
+    } = rules(a)?;
 
     let wanted = [
         ("--pace", pace.is_some()),
@@ -81,6 +74,23 @@ pub fn from_args(a: StateArgs, from_env: &[(String, String)]) -> Result<StateOpt
         ("--state-show", a.state_show),
     ];
     let Some((first, _)) = wanted.iter().find(|(_, on)| *on) else {
+        // Unused, a group or store given on the command line is still
+        // checked: it may be a flag that took the next word as its value.
+        if let Some(g) = a.group.as_deref().filter(|_| !names.came_from_env("group"))
+            && !valid_group(g)
+        {
+            return Err(invalid("--group", g, GROUP_FORM));
+        }
+        if let Some(s) = a.state.as_deref().filter(|_| !names.came_from_env("state")) {
+            parse_store(s, "--state")?;
+        }
+        if let Some(f) = a
+            .state_password_file
+            .as_deref()
+            .filter(|_| !names.came_from_env("state_password_file"))
+        {
+            path_arg("--state-password-file", f, PASSWORD_FILE_FORM)?;
+        }
         return Ok(StateOptions::default());
     };
     let group = match a.group.as_deref() {
@@ -93,16 +103,19 @@ pub fn from_args(a: StateArgs, from_env: &[(String, String)]) -> Result<StateOpt
         Some(g) => return Err(invalid("--group", g, GROUP_FORM)),
     };
     let at = match a.state.as_deref() {
-        Some(s) => parse_store(s, &store_name(from_env, "state", "--state"))?,
+        Some(s) => parse_store(s, &names.of("state", "--state"))?,
         // Found when the store is opened: a missing home directory is a
         // store failure, not a usage error.
         None => StoreAt::Default,
     };
-    let password_file = match a.state_password_file {
+    let password_file = match a.state_password_file.clone() {
         None => None,
         Some(f) => {
-            let flag = store_name(from_env, "state_password_file", "--state-password-file");
-            let from_env = flag != "--state-password-file";
+            let flag = names.of("state_password_file", "--state-password-file");
+            let from_env = names.came_from_env("state_password_file");
+            if !from_env {
+                path_arg(&flag, &f, PASSWORD_FILE_FORM)?;
+            }
             match &at {
                 StoreAt::Url(u) if has_password(u) => {
                     return Err(UsageError(format!(
@@ -110,7 +123,7 @@ pub fn from_args(a: StateArgs, from_env: &[(String, String)]) -> Result<StateOpt
                     )));
                 }
                 StoreAt::Url(_) if f.as_os_str().is_empty() => {
-                    return Err(invalid(&flag, "", "a file holding the Redis password"));
+                    return Err(invalid(&flag, "", PASSWORD_FILE_FORM));
                 }
                 StoreAt::Url(_) => Some(f),
                 // Set for every invocation in the environment, it does not
@@ -140,7 +153,7 @@ pub fn from_args(a: StateArgs, from_env: &[(String, String)]) -> Result<StateOpt
 
 fn valid_group(g: &str) -> bool {
     (1..=64).contains(&g.len())
-        && !g.starts_with('.')
+        && !g.starts_with(['.', '-'])
         && g.bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
@@ -176,6 +189,7 @@ fn parse_store(s: &str, name: &str) -> Result<StoreAt, UsageError> {
     if s.trim().is_empty() {
         return Err(invalid(name, s, STORE_FORM));
     }
+    path_arg(name, std::path::Path::new(s), STORE_FORM)?;
     Ok(StoreAt::Dir(PathBuf::from(s)))
 }
 
@@ -293,7 +307,7 @@ mod tests {
         let mut argv = vec!["retry"];
         argv.extend_from_slice(args);
         argv.extend_from_slice(&["--", "true"]);
-        from_args(Cli::parse_from(argv).state, &[])
+        from_args(&Cli::parse_from(argv).state, &Names(&[]))
     }
 
     fn err(args: &[&str]) -> String {
@@ -361,11 +375,11 @@ mod tests {
             assert!(e.contains("--state") && e.contains("expected"), "{e}");
             assert!(!e.contains("hunter2"), "{e}");
             let e = from_args(
-                Cli::parse_from([
+                &Cli::parse_from([
                     "retry", "--group", "g", "--budget", "--state", url, "--", "true",
                 ])
                 .state,
-                &[("state".into(), "RETRY_STATE".into())],
+                &Names(&[("state".into(), "RETRY_STATE".into())]),
             )
             .expect_err(url)
             .0;
@@ -422,7 +436,10 @@ mod tests {
             "state_password_file".into(),
             "RETRY_STATE_PASSWORD_FILE".into(),
         )];
-        let f = from_args(cli.state, &cli.from_env).unwrap().shared.unwrap();
+        let f = from_args(&cli.state, &Names(&cli.from_env))
+            .unwrap()
+            .shared
+            .unwrap();
         assert_eq!(f.password_file, None);
     }
 

@@ -1,23 +1,13 @@
-//! Arrivals over time as a plain-text bar chart that fits the terminal's
-//! width: one column per time slice, bars of `#`.
+//! **Pure.** Arrivals over time as a plain-text bar chart of a given width
+//! (the terminal's, which `cmd` reads): one column per time slice, bars of `#`.
 
 use std::fmt::Write;
 use std::time::Duration;
 
-use crate::log::human;
+use crate::human::human;
 
 /// Width of the count labels on the left, bar included.
 const LABEL: usize = 8;
-
-/// The width to draw at: the terminal's when stdout is one, else `COLUMNS`,
-/// else 80; kept within 40..=200 so the chart stays readable.
-pub fn width() -> usize {
-    let w = terminal_size::terminal_size_of(std::io::stdout())
-        .map(|(w, _)| usize::from(w.0))
-        .or_else(|| std::env::var("COLUMNS").ok()?.trim().parse().ok())
-        .unwrap_or(80);
-    w.clamp(40, 200)
-}
 
 /// Requests per slice from 0 to `end`, in `cols` slices.
 fn slices(arrivals: &[Duration], end: Duration, cols: usize) -> (Vec<u64>, Duration) {

@@ -9,12 +9,14 @@ use rand::Rng;
 use serde::Serialize;
 
 use super::report::{self, Summary};
-use super::{Fleet, Outcome, Quiet, simulate_fleet};
+use super::{Fleet, Model, Outcome, Quiet, simulate_fleet};
 use crate::backoff::{Growth, Jitter};
+use crate::event::{Event, Sink};
 use crate::exit;
-use crate::log::{Event, Logger, human};
-use crate::policy::{Config, Policy, SimOptions};
-use crate::run::Sink;
+use crate::human::human;
+use crate::log::Logger;
+use crate::policy::{Config, Server, SimOptions};
+use crate::retry_policy::Policy;
 
 /// The JSON report.
 #[derive(Serialize)]
@@ -39,6 +41,23 @@ impl Sink for Waits {
     fn countdown(&self, _: Duration, _: u32, _: Option<u32>) {}
 }
 
+/// The server model the flags describe.
+pub fn model(sim: &SimOptions) -> Model {
+    match sim.model {
+        Server::Outage { until } => Model::Outage { until },
+        Server::Capacity { rate, outage } => Model::Capacity { rate, outage },
+        Server::Occ => Model::Occ,
+    }
+}
+
+/// What the simulated clients share, as one group.
+pub fn fleet(sim: &SimOptions) -> Fleet {
+    Fleet {
+        pace: sim.pace,
+        budget: sim.budget,
+    }
+}
+
 /// The jitter kinds `--compare` runs, in the order shown.
 pub fn kinds(sim: &SimOptions) -> [Jitter; 5] {
     [
@@ -59,6 +78,7 @@ pub fn runs<R: Rng, F: Fn() -> R>(
     sim: &SimOptions,
     rng: F,
 ) -> Vec<(Summary, Outcome)> {
+    let (model, fleet) = (model(sim), fleet(sim));
     let jitters = if sim.compare {
         kinds(sim).to_vec()
     } else {
@@ -71,19 +91,12 @@ pub fn runs<R: Rng, F: Fn() -> R>(
             p.delay.jitter = jitter;
             let mut waits = Waits::default();
             let outcome = if sim.clients == 1 {
-                simulate_fleet(&p, sim.fleet, sim.model, 1, &mut rng(), &mut waits)
+                simulate_fleet(&p, fleet, model, 1, &mut rng(), &mut waits)
             } else {
-                simulate_fleet(
-                    &p,
-                    sim.fleet,
-                    sim.model,
-                    sim.clients,
-                    &mut rng(),
-                    &mut Quiet,
-                )
+                simulate_fleet(&p, fleet, model, sim.clients, &mut rng(), &mut Quiet)
             };
             let recorded = (sim.clients == 1).then_some(waits.0);
-            let summary = Summary::of(jitter.name(), &outcome, sim.model.recovery(), recorded);
+            let summary = Summary::of(jitter.name(), &outcome, model.recovery(), recorded);
             (summary, outcome)
         })
         .collect()
@@ -122,10 +135,10 @@ pub fn heading(policy: &Policy, sim: &SimOptions, seed: u64) -> String {
         "{} client{} failing {start} against {}; {attempts}{deadline}; {growth} backoff from {} to {}; {jitter}{}; seed {seed}",
         sim.clients,
         if sim.clients == 1 { "" } else { "s" },
-        sim.model.describe(),
+        model(sim).describe(),
         human(d.base),
         human(d.cap),
-        shared(&sim.fleet)
+        shared(&fleet(sim))
     )
 }
 
@@ -149,15 +162,26 @@ fn shared(fleet: &Fleet) -> String {
     s
 }
 
+/// The width to draw at: the terminal's when stdout is one, else `COLUMNS`,
+/// else 80; kept within 40..=200 so the chart stays readable.
+fn chart_width() -> usize {
+    let w = terminal_size::terminal_size_of(std::io::stdout())
+        .map(|(w, _)| usize::from(w.0))
+        .or_else(|| std::env::var("COLUMNS").ok()?.trim().parse().ok())
+        .unwrap_or(80);
+    w.clamp(40, 200)
+}
+
 /// `retry --simulate`: the report on stdout, exit 0.
 pub fn main<R: Rng, F: Fn() -> R>(config: &Config, sim: &SimOptions, seed: u64, rng: F) -> u8 {
     let policy = &config.policy;
     let runs = runs(policy, sim, rng);
+    let recovery = model(sim).recovery();
     let text = if sim.json {
         let summaries: Vec<Summary> = runs.iter().map(|(s, _)| s.clone()).collect();
         let json = Json {
             clients: sim.clients,
-            model: sim.model.describe(),
+            model: model(sim).describe(),
             seed,
             runs: &summaries,
         };
@@ -170,21 +194,16 @@ pub fn main<R: Rng, F: Fn() -> R>(config: &Config, sim: &SimOptions, seed: u64, 
         }
     } else {
         let head = heading(policy, sim, seed);
-        let width = super::chart::width();
+        let width = chart_width();
         if sim.compare {
-            report::table(&head, &runs, width, sim.model.recovery())
+            report::table(&head, &runs, width, recovery)
         } else {
             let (s, o) = &runs[0];
-            report::text(&head, s, o, width, sim.model.recovery())
+            report::text(&head, s, o, width, recovery)
         }
     };
     if let Some(path) = &sim.plot
-        && let Err(e) = super::plot::write(
-            path,
-            &heading(policy, sim, seed),
-            &runs,
-            sim.model.recovery(),
-        )
+        && let Err(e) = super::plot::write(path, &heading(policy, sim, seed), &runs, recovery)
     {
         Logger::stderr().error(&format!("cannot write --plot {}: {e}", path.display()));
         return exit::INTERNAL;

@@ -17,9 +17,9 @@ use rand::Rng;
 
 use crate::backoff::Backoff;
 use crate::classify::{Status, Verdict};
-use crate::log::{End, Event, Wait, human};
-use crate::policy::Policy;
-use crate::run::Sink;
+use crate::event::{End, Event, Sink, Wait};
+use crate::human::human;
+use crate::retry_policy::Policy;
 use crate::wait::{self, Decision};
 
 pub mod chart;

@@ -39,7 +39,7 @@ impl Model {
 
     /// The model's name in reports.
     pub fn describe(&self) -> String {
-        use crate::log::human;
+        use crate::human::human;
         match *self {
             Model::AlwaysFail => "a server that always fails".to_string(),
             Model::Outage { until } => format!("an outage of {}", human(until)),

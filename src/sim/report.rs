@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::{Outcome, chart};
-use crate::log::human;
+use crate::human::human;
 
 /// The window the busiest-window figures count over.
 pub const WINDOW: Duration = Duration::from_millis(100);

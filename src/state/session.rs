@@ -19,8 +19,8 @@ use super::rules::{
     Admit, Breaker, Budget, GroupState, Micros, Op, Pace, Plan, Reply, TRIAL_LEASE,
 };
 use super::{AnyStore, Store, StoreAt};
-use crate::log::{Event, human};
-use crate::run::Sink;
+use crate::event::{Event, Sink};
+use crate::human::human;
 use crate::signals::Signals;
 
 /// The longest one state operation may take, whatever the store.

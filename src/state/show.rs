@@ -10,7 +10,7 @@ use std::time::Duration;
 use super::rules::{Breaker, Budget, GroupState, Micros, Pace};
 use super::session::one_line;
 use super::{AnyStore, Features, Store};
-use crate::log::human;
+use crate::human::human;
 
 /// The group's state as `--state-show` prints it on stdout.
 pub async fn show(features: &Features) -> anyhow::Result<String> {

@@ -1,8 +1,12 @@
 //! End-to-end tests of the real `retry` binary: one test target, one harness.
 
+mod architecture;
 mod core;
+mod docs;
+mod dry_run;
 mod forever;
 mod http;
+mod limits;
 mod output;
 mod process;
 mod pty;
@@ -12,6 +16,7 @@ mod startup;
 mod state;
 mod supervise;
 mod terminal;
+mod usage;
 mod util;
 
 /// The suite checks retry's signal handling as an ordinary foreground parent

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::util::{bin, gone_within, path_str, read_pid, retry, retry_sh, scratch, wait_for_file};
+use crate::util::{
+    bin, bin_for_anyone, gone_within, path_str, read_pid, retry, retry_sh, scratch, wait_for_file,
+};
 
 const SETTLE: Duration = Duration::from_secs(5);
 
@@ -228,7 +230,9 @@ fn a_missing_command_is_named() {
 fn a_process_limit_that_refuses_the_start_is_retried_and_ends_with_125() {
     // With RLIMIT_NPROC at 1, the clone that would start the command fails
     // with EAGAIN. root is exempt from the limit, so as root the run is made
-    // as `nobody` (the binary is world-readable under the build directory).
+    // as `nobody`, with a copy of the binary that nobody can reach wherever
+    // the checkout lives.
+    let (dir, copy) = bin_for_anyone();
     let mut cmd = Command::new("prlimit");
     cmd.args(["--nproc=1", "--"]);
     // SAFETY: geteuid has no preconditions.
@@ -238,7 +242,8 @@ fn a_process_limit_that_refuses_the_start_is_retried_and_ends_with_125() {
             .args(["prlimit", "--nproc=1", "--"]);
     }
     let out = cmd
-        .arg(bin())
+        .current_dir(dir.path())
+        .arg(&copy)
         .args(["--max", "3", "--base", "10ms", "--", "true"])
         .stdin(Stdio::null())
         .output()

@@ -223,6 +223,35 @@ pub fn scratch() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
 }
 
+/// A copy of the binary that any user can run, wherever the checkout lives:
+/// in a fresh directory (mode 0755) under a temporary directory whose every
+/// ancestor others may search. For tests that switch to another user, who
+/// may not reach a build directory under a private home or `mktemp -d`.
+pub fn bin_for_anyone() -> (tempfile::TempDir, PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let searchable = |dir: &Path| {
+        dir.ancestors().all(|d| {
+            std::fs::metadata(d).is_ok_and(|m| m.is_dir() && m.permissions().mode() & 0o001 != 0)
+        })
+    };
+    let base = [
+        std::env::temp_dir(),
+        "/tmp".into(),
+        "/var/tmp".into(),
+        "/dev/shm".into(),
+    ]
+    .into_iter()
+    .find(|d| searchable(d))
+    .expect("a temporary directory that every user can search");
+    let dir = tempfile::tempdir_in(base).expect("temp dir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+        .expect("chmod 755");
+    let copy = dir.path().join("retry");
+    std::fs::copy(bin(), &copy).expect("copy the binary");
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).expect("chmod 755");
+    (dir, copy)
+}
+
 pub fn path_str(p: &Path) -> String {
     p.to_str().expect("utf-8 temp path").to_string()
 }

@@ -71,6 +71,16 @@ impl ServerCertVerifier for Lazy {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, Error> {
+        // The very certificate the user named in --cacert: trusted as it
+        // is, as curl trusts it, with its dates and names still checked.
+        if self
+            .extra_roots
+            .iter()
+            .any(|c| c.as_ref() == end_entity.as_ref())
+        {
+            super::pinned::verify(end_entity, server_name, now)?;
+            return Ok(ServerCertVerified::assertion());
+        }
         self.get()?
             .verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now)
     }
@@ -162,16 +172,23 @@ impl ServerCertVerifier for Unverified {
     }
 }
 
-const TRUST_HINT: &str = "--cacert FILE adds a trust anchor";
-
-/// A TLS failure in words, for the log.
-pub fn explain(e: &Error) -> String {
+/// A TLS failure in words, for the log. `cacert`: the user gave `--cacert`,
+/// so the advice is about what it holds rather than to add one.
+pub fn explain(e: &Error, cacert: bool) -> String {
     use CertificateError as C;
+    let unknown = if cacert {
+        "the server's certificate is not trusted: neither it nor a certificate that signed it is in --cacert or the system's roots"
+    } else {
+        "the server's certificate is not trusted: it is not signed by a known authority (--cacert FILE adds a trust anchor)"
+    };
+    let ca_as_own = if cacert {
+        "the server's certificate is not trusted: it is a CA certificate used as a server's own, and --cacert does not hold this very certificate"
+    } else {
+        "the server's certificate is not trusted: it is a CA certificate, used as a server's own (--cacert FILE holding this very certificate trusts it)"
+    };
     match e {
         Error::InvalidCertificate(c) => match c {
-            C::UnknownIssuer => format!(
-                "the server's certificate is not trusted: it is not signed by a known authority ({TRUST_HINT})"
-            ),
+            C::UnknownIssuer => unknown.to_string(),
             C::Expired | C::ExpiredContext { .. } => "the server's certificate expired".to_string(),
             C::NotValidYet | C::NotValidYetContext { .. } => {
                 "the server's certificate is not valid yet (check the clock)".to_string()
@@ -202,9 +219,7 @@ pub fn explain(e: &Error) -> String {
             C::Other(other) => {
                 let why = other.to_string();
                 if why.contains("CaUsedAsEndEntity") {
-                    format!(
-                        "the server's certificate is not trusted: it is a CA certificate, used as a server's own ({TRUST_HINT} for the CA that signed a server certificate)"
-                    )
+                    ca_as_own.to_string()
                 } else if why.contains("Eku") || why.contains("purpose") {
                     "the server's certificate is not meant for TLS servers".to_string()
                 } else {
@@ -239,9 +254,15 @@ mod tests {
 
     #[test]
     fn failures_read_as_words() {
-        let cert = |c| explain(&Error::InvalidCertificate(c));
+        let cert = |c| explain(&Error::InvalidCertificate(c), false);
         assert!(cert(CertificateError::UnknownIssuer).contains("not trusted"));
-        assert!(cert(CertificateError::UnknownIssuer).contains("--cacert"));
+        assert!(cert(CertificateError::UnknownIssuer).contains("--cacert FILE adds"));
+        // Given --cacert already, the words do not tell to add one.
+        let given = explain(
+            &Error::InvalidCertificate(CertificateError::UnknownIssuer),
+            true,
+        );
+        assert!(!given.contains("adds"), "{given}");
         assert_eq!(
             cert(CertificateError::Expired),
             "the server's certificate expired"
@@ -260,7 +281,7 @@ mod tests {
             Error::NoCertificatesPresented,
             Error::General("x".into()),
         ] {
-            let words = explain(&e);
+            let words = explain(&e, false);
             assert!(!words.contains("Error"), "{words}");
         }
     }

@@ -1,11 +1,25 @@
-//! What the retry loop reports: the events every log format renders.
+//! What a run reports: the events every log format renders, and the
+//! [`Sink`] they are reported to.
 //!
-//! Plain data borrowed from the loop; rendering lives in `text` and `json`.
+//! Plain data borrowed from the loop (real, dry-run or simulated); rendering
+//! lives in `log`. This sits below both, so that the loop, the simulator and
+//! the state session report without knowing the log, and the log renders
+//! without knowing the loop.
 
 use std::ffi::OsString;
 use std::time::Duration;
 
 use crate::classify::{Status, Verdict};
+
+/// Where a run reports what happens: the log in real runs, a recorder in
+/// simulations and tests.
+pub trait Sink {
+    /// Shown while a wait runs; dropped before anything else is reported.
+    type Countdown;
+    fn emit(&mut self, event: &Event<'_>);
+    /// A countdown to attempt `next_attempt`, over the whole `wait`.
+    fn countdown(&self, wait: Duration, next_attempt: u32, max: Option<u32>) -> Self::Countdown;
+}
 
 /// One planned wait before the next attempt.
 #[derive(Debug, Clone, Copy)]

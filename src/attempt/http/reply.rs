@@ -1,0 +1,177 @@
+//! What went wrong with an exchange, as a `Status` with its detail in
+//! words: the HTTP client's error classified by its cause, and a reply
+//! that is not HTTP at all recognised for what it is.
+//!
+//! The client accepts HTTP/0.9 replies (a body with no status line) only
+//! so that retry gets to see the bytes of a reply that is not HTTP: nothing
+//! is ever delivered from one. A reply that begins with a TLS record is a
+//! TLS server behind an http:// URL, and says so.
+
+use std::time::Duration;
+
+use reqwest::Response;
+
+use super::tls;
+use crate::classify::{Limit, NetFailure, Status};
+use crate::human::escape_controls;
+
+/// How much of a reply that is not HTTP is read to say what it is, and how
+/// long retry waits for it.
+const SNIFF_BYTES: usize = 32;
+const SNIFF_WAIT: Duration = Duration::from_millis(500);
+
+/// Classify a failed exchange by what went wrong. `cacert`: the user gave
+/// `--cacert` (a hint must not tell them to).
+pub fn failure(e: &reqwest::Error, cacert: bool) -> Status {
+    if let Some(t) = tls_error(e) {
+        return Status::Net {
+            failure: NetFailure::Tls,
+            detail: tls::explain(t, cacert),
+        };
+    }
+    if let Some(why) = malformed(e) {
+        return Status::Net {
+            failure: NetFailure::BadReply,
+            detail: why,
+        };
+    }
+    let kind = if e.is_dns() {
+        NetFailure::Dns
+    } else if e.is_connect() && e.is_timeout() {
+        NetFailure::ConnectTimeout
+    } else if e.is_connect() {
+        NetFailure::Connect
+    } else if e.is_timeout() {
+        NetFailure::TimedOut(Limit::Attempt)
+    } else if e.is_request() || e.is_body() {
+        NetFailure::Lost
+    } else {
+        NetFailure::Other
+    };
+    Status::Net {
+        failure: kind,
+        detail: root(e),
+    }
+}
+
+/// What hyper found malformed in a reply, in words.
+fn malformed(e: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if let Some(h) = err.downcast_ref::<hyper::Error>()
+            && h.is_parse()
+        {
+            let text = h.to_string();
+            return Some(if h.is_parse_status() {
+                "its status code is not a number from 100 to 999".to_string()
+            } else if text.contains("too large") {
+                "its header is too large".to_string()
+            } else if text.contains("content-length") {
+                "its Content-Length is invalid, or given twice with different values".to_string()
+            } else if text.contains("transfer-encoding") {
+                "its Transfer-Encoding is invalid".to_string()
+            } else if text.contains("header") {
+                "a header line is malformed".to_string()
+            } else {
+                text
+            });
+        }
+        cur = cause(err);
+    }
+    None
+}
+
+/// A reply without an HTTP status line (taken for HTTP/0.9 by the
+/// client): a TLS server behind an http:// URL, or something else that
+/// does not speak HTTP. Reads its first bytes, briefly, to say which.
+pub async fn not_http(mut response: Response) -> Status {
+    let mut bytes = Vec::new();
+    let read = async {
+        while bytes.len() < SNIFF_BYTES {
+            match response.chunk().await {
+                Ok(Some(c)) => bytes.extend_from_slice(&c),
+                _ => break,
+            }
+        }
+    };
+    let _ = tokio::time::timeout(SNIFF_WAIT, read).await;
+    Status::Net {
+        failure: NetFailure::BadReply,
+        detail: describe(&bytes),
+    }
+}
+
+/// What the first bytes of a reply that is not HTTP look like.
+pub fn describe(bytes: &[u8]) -> String {
+    // A TLS record: handshake (22) or alert (21), then version 3.x.
+    if let [21 | 22, 3, ..] = bytes {
+        return "the server speaks TLS here: use https://".to_string();
+    }
+    let start = &bytes[..bytes.len().min(SNIFF_BYTES)];
+    let text = crate::mask::text(&String::from_utf8_lossy(start));
+    format!("it begins with '{}'", escape_controls(text.trim_end()))
+}
+
+/// The next error down the chain. `io::Error::source()` skips the error it
+/// wraps (and rustls and hyper nest io::Errors two deep), so look inside.
+fn cause<'a>(
+    err: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a (dyn std::error::Error + 'static)> {
+    if let Some(io) = err.downcast_ref::<std::io::Error>()
+        && let Some(inner) = io.get_ref()
+    {
+        return Some(inner);
+    }
+    err.source()
+}
+
+/// The TLS error anywhere in the chain, if there is one.
+fn tls_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if let Some(t) = err.downcast_ref::<rustls::Error>() {
+            return Some(t);
+        }
+        cur = cause(err);
+    }
+    None
+}
+
+/// The innermost cause: the most specific wording, and free of the URL
+/// (which reqwest's outer message repeats, query string and all).
+pub fn root(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cause(cur) {
+        cur = next;
+    }
+    cur.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_reply_that_is_not_http_looks_like() {
+        // A TLS alert, as a TLS server answers a plain-text request.
+        assert_eq!(
+            describe(&[21, 3, 3, 0, 2, 2, 50]),
+            "the server speaks TLS here: use https://"
+        );
+        assert_eq!(
+            describe(&[22, 3, 1, 0, 200]),
+            "the server speaks TLS here: use https://"
+        );
+        assert_eq!(describe(b"hello there\r\n"), "it begins with 'hello there'");
+        assert_eq!(
+            describe(b"SSH-2.0-OpenSSH_9.2p1 Debian\r\n"),
+            "it begins with 'SSH-2.0-OpenSSH_9.2p1 Debian'"
+        );
+        assert_eq!(describe(b"a\x1b[2Jb"), "it begins with 'a\\x1b[2Jb'");
+        let long = describe(&[b'x'; 100]);
+        assert_eq!(
+            long,
+            format!("it begins with '{}'", "x".repeat(SNIFF_BYTES))
+        );
+    }
+}

@@ -1,0 +1,164 @@
+//! What happens when a run ends, besides its exit status.
+//!
+//! `lib::drive` builds one [`RunSummary`] when a run has ended, however it
+//! ended (success, give-up, a permanent failure, the deadline, a refusal by
+//! the breaker or the budget, a signal), and hands it to each [`Output`]
+//! the flags asked for. The loop never learns which outputs exist; a run
+//! that asked for none pays nothing. Each output is a small module of its
+//! own, as each export format is in a benchmark tool.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::event::End;
+use crate::log::Logger;
+use crate::signals::Signals;
+
+/// What the end-of-run outputs know of a run: built once, read by all.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunSummary {
+    /// Wall-clock time when retry started the run.
+    pub started_at: SystemTime,
+    /// From the start of the run to its end (the outputs' own time excluded).
+    pub duration: Duration,
+    /// Attempts started (0 when the breaker refused the run).
+    pub attempts: u32,
+    /// retry's exit status.
+    pub exit_code: u8,
+    /// How the run ended.
+    pub end: End,
+}
+
+/// What an output may use while it does its work: the log, the signals (an
+/// output that waits gives way to them, as every wait does) and the run's
+/// deadline.
+pub struct Ctx<'a> {
+    pub log: &'a mut Logger,
+    pub signals: &'a mut Signals,
+    /// `--max-time`'s deadline, if any.
+    pub deadline: Option<Instant>,
+}
+
+/// An output's work, on the run's single-threaded runtime.
+pub type Work<'a> = Pin<Box<dyn Future<Output = ()> + 'a>>;
+
+/// One end-of-run output.
+pub trait Output {
+    /// Before the first attempt starts.
+    fn started<'a>(&'a mut self, _ctx: &'a mut Ctx<'_>) -> Work<'a> {
+        Box::pin(async {})
+    }
+
+    /// Once, when the run has ended.
+    fn finished<'a>(&'a mut self, summary: &'a RunSummary, ctx: &'a mut Ctx<'_>) -> Work<'a>;
+}
+
+/// The end-of-run options, validated by `policy`. Empty: no output.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FinishOptions {}
+
+/// The outputs of one run, in the order they run.
+#[derive(Default)]
+pub struct Outputs {
+    list: Vec<Box<dyn Output>>,
+}
+
+impl Outputs {
+    /// The outputs `options` ask for.
+    pub fn new(options: &FinishOptions) -> Outputs {
+        let FinishOptions {} = options;
+        Outputs::default()
+    }
+
+    /// Adds an output at the end of the list.
+    pub fn push(&mut self, output: Box<dyn Output>) {
+        self.list.push(output);
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// Tells every output that the first attempt is about to start.
+    pub async fn started(&mut self, ctx: &mut Ctx<'_>) {
+        for output in &mut self.list {
+            output.started(ctx).await;
+        }
+    }
+
+    /// Hands the summary to every output, one after the other.
+    pub async fn finished(&mut self, summary: &RunSummary, ctx: &mut Ctx<'_>) {
+        for output in &mut self.list {
+            output.finished(summary, ctx).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+    use std::rc::Rc;
+
+    /// Records what it was told.
+    struct Recorder(Rc<RefCell<Vec<String>>>);
+
+    impl Output for Recorder {
+        fn started<'a>(&'a mut self, _ctx: &'a mut Ctx<'_>) -> Work<'a> {
+            self.0.borrow_mut().push("started".into());
+            Box::pin(async {})
+        }
+
+        fn finished<'a>(&'a mut self, summary: &'a RunSummary, _ctx: &'a mut Ctx<'_>) -> Work<'a> {
+            let seen = self.0.clone();
+            Box::pin(async move {
+                seen.borrow_mut().push(format!(
+                    "finished {} after {} attempts",
+                    summary.exit_code, summary.attempts
+                ));
+            })
+        }
+    }
+
+    #[test]
+    fn every_output_hears_the_start_and_the_one_summary_in_order() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let seen = Rc::new(RefCell::new(Vec::new()));
+        let mut outputs = Outputs::new(&FinishOptions::default());
+        assert!(outputs.is_empty());
+        outputs.push(Box::new(Recorder(seen.clone())));
+        outputs.push(Box::new(Recorder(seen.clone())));
+        let summary = RunSummary {
+            started_at: SystemTime::UNIX_EPOCH,
+            duration: Duration::from_secs(1),
+            attempts: 3,
+            exit_code: 0,
+            end: End::Success,
+        };
+        runtime.block_on(async {
+            let mut log = Logger::stderr();
+            let (_tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            let mut signals = Signals::from_channel(rx);
+            let mut ctx = Ctx {
+                log: &mut log,
+                signals: &mut signals,
+                deadline: None,
+            };
+            outputs.started(&mut ctx).await;
+            outputs.finished(&summary, &mut ctx).await;
+        });
+        assert_eq!(
+            *seen.borrow(),
+            [
+                "started",
+                "started",
+                "finished 0 after 3 attempts",
+                "finished 0 after 3 attempts"
+            ]
+        );
+    }
+}

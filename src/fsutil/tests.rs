@@ -1,0 +1,263 @@
+//! Tests of the safe file primitives, on real files in private temporary
+//! directories; the cases about other users' files need root.
+
+use super::*;
+use std::io::{Read, Seek, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
+
+fn root() -> bool {
+    if Uid::effective().is_root() {
+        true
+    } else {
+        eprintln!("SKIPPED: this test changes file owners and needs root");
+        false
+    }
+}
+
+/// A user id that is not the caller's.
+const OTHER: u32 = 65534;
+
+fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_temporary_file_appears_only_under_its_final_name() {
+    let t = tmp();
+    let dir = Dir::open(t.path()).unwrap();
+    let mut f = dir.temp_file(OsStr::new("out"), 0o600).unwrap();
+    f.file_mut().write_all(b"whole").unwrap();
+    assert!(names(t.path()).is_empty(), "visible while written");
+    f.persist(OsStr::new("out"), Durability::Sync).unwrap();
+    assert_eq!(names(t.path()), ["out"]);
+    assert_eq!(std::fs::read(t.path().join("out")).unwrap(), b"whole");
+}
+
+#[test]
+fn a_dropped_temporary_file_leaves_nothing() {
+    let t = tmp();
+    let dir = Dir::open(t.path()).unwrap();
+    let mut f = dir.temp_file(OsStr::new("out"), 0o600).unwrap();
+    f.file_mut().write_all(b"half").unwrap();
+    drop(f);
+    assert!(names(t.path()).is_empty());
+    dir.probe_writable().unwrap();
+    assert!(names(t.path()).is_empty());
+}
+
+#[test]
+fn persist_replaces_a_planted_link_instead_of_writing_through_it() {
+    let t = tmp();
+    let victim = t.path().join("victim");
+    std::fs::write(&victim, b"precious").unwrap();
+    symlink(&victim, t.path().join("state.json")).unwrap();
+    let dir = Dir::open(t.path()).unwrap();
+    let mut f = dir.temp_file(OsStr::new("state.json"), 0o600).unwrap();
+    f.file_mut().write_all(b"new").unwrap();
+    f.persist(OsStr::new("state.json"), Durability::Fast)
+        .unwrap();
+    assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+    let meta = std::fs::symlink_metadata(t.path().join("state.json")).unwrap();
+    assert!(meta.file_type().is_file());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+}
+
+#[test]
+fn open_at_refuses_a_link() {
+    let t = tmp();
+    std::fs::write(t.path().join("target"), b"x").unwrap();
+    symlink("target", t.path().join("lock")).unwrap();
+    symlink("missing", t.path().join("dangling")).unwrap();
+    let dir = Dir::open(t.path()).unwrap();
+    let e = dir
+        .open_at(OsStr::new("lock"), OFlag::O_RDWR | OFlag::O_CREAT, 0o600)
+        .unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(Errno::ELOOP as i32));
+    let e = dir
+        .open_at(
+            OsStr::new("dangling"),
+            OFlag::O_RDWR | OFlag::O_CREAT,
+            0o600,
+        )
+        .unwrap_err();
+    assert_eq!(e.raw_os_error(), Some(Errno::ELOOP as i32));
+    assert!(
+        !t.path().join("missing").exists(),
+        "created through a dangling link"
+    );
+    assert!(dir.read_at(OsStr::new("lock")).is_err());
+    assert!(dir.read_at(OsStr::new("absent")).unwrap().is_none());
+}
+
+#[test]
+fn the_named_fallback_is_renamed_into_place_or_removed() {
+    let t = tmp();
+    let dir = Dir::open(t.path()).unwrap();
+    let mode = Mode::from_bits_truncate(0o600);
+    let mut f = dir.named_temp_file(OsStr::new("out"), mode).unwrap();
+    f.file_mut().write_all(b"data").unwrap();
+    assert_eq!(names(t.path()).len(), 1);
+    f.persist(OsStr::new("out"), Durability::Fast).unwrap();
+    assert_eq!(names(t.path()), ["out"]);
+    drop(dir.named_temp_file(OsStr::new("out"), mode).unwrap());
+    assert_eq!(names(t.path()), ["out"]);
+}
+
+#[test]
+fn the_fallback_name_is_unique_and_removed() {
+    let a = temp_name(OsStr::new("x"));
+    let b = temp_name(OsStr::new("x"));
+    assert_ne!(a, b);
+    assert!(a.to_string_lossy().starts_with(".x."));
+    let long = "n".repeat(300);
+    assert!(temp_name(OsStr::new(&long)).len() < 255);
+}
+
+#[test]
+fn a_private_directory_is_created_0700_and_a_loose_one_refused() {
+    let t = tmp();
+    let p = t.path().join("a/b/retry");
+    let d = Dir::create_private(&p).unwrap();
+    assert_eq!(d.stat().unwrap().st_mode & 0o777, 0o700);
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o777)).unwrap();
+    match Dir::create_private(&p) {
+        Err(PrivateDirError::Untrusted(u)) => assert!(u.why.contains("every user"), "{u}"),
+        other => panic!("{other:?}"),
+    }
+    // A sticky, world-writable directory is fine for an output only.
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let d = Dir::open(&p).unwrap();
+    assert!(d.check(Rule::Private).is_err());
+    assert!(d.check(Rule::Output).is_ok());
+}
+
+#[test]
+fn a_link_in_place_of_the_private_directory_is_refused() {
+    let t = tmp();
+    std::fs::create_dir(t.path().join("elsewhere")).unwrap();
+    symlink("elsewhere", t.path().join("retry")).unwrap();
+    match Dir::create_private(&t.path().join("retry")) {
+        Err(PrivateDirError::Untrusted(u)) => assert!(u.why.contains("symbolic link"), "{u}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_directory_of_another_user_is_refused() {
+    if !root() {
+        return;
+    }
+    let t = tmp();
+    let p = t.path().join("retry");
+    std::fs::create_dir(&p).unwrap();
+    std::os::unix::fs::chown(&p, Some(OTHER), None).unwrap();
+    std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o700)).unwrap();
+    match Dir::create_private(&p) {
+        Err(PrivateDirError::Untrusted(u)) => assert!(u.why.contains("another user"), "{u}"),
+        other => panic!("{other:?}"),
+    }
+    let d = Dir::open(&p).unwrap();
+    assert!(d.check(Rule::Output).is_err());
+    // Root's own directories are trusted for outputs.
+    assert!(Dir::open(t.path()).unwrap().check(Rule::Output).is_ok());
+}
+
+#[test]
+fn resolve_follows_the_caller_s_link_and_refuses_another_user_s() {
+    let t = tmp();
+    let real = t.path().join("real");
+    std::fs::create_dir(&real).unwrap();
+    symlink("real/file", t.path().join("mine")).unwrap();
+    let target = resolve(&t.path().join("mine"), Rule::Output).unwrap();
+    assert_eq!(target.name, "file");
+    assert_eq!(target.path(), t.path().join("real/file"));
+    assert!(target.existing.is_none());
+    if !root() {
+        return;
+    }
+    // The same link made by another user in a directory anyone can
+    // write to (as /tmp) is not followed.
+    let shared = t.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let link = shared.join("out");
+    symlink(t.path().join("real/file"), &link).unwrap();
+    nix::unistd::fchownat(
+        AT_FDCWD,
+        &link,
+        Some(Uid::from_raw(OTHER)),
+        None,
+        AtFlags::AT_SYMLINK_NOFOLLOW,
+    )
+    .unwrap();
+    match resolve(&link, Rule::Output) {
+        Err(ResolveError::Untrusted(u)) => assert!(u.why.contains("another user"), "{u}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn resolve_reports_an_existing_file_and_refuses_a_directory_or_a_loop() {
+    let t = tmp();
+    std::fs::write(t.path().join("f"), b"x").unwrap();
+    let target = resolve(&t.path().join("f"), Rule::Output).unwrap();
+    assert_eq!(target.existing.unwrap().st_size, 1);
+    assert!(resolve(t.path(), Rule::Output).is_err());
+    symlink("b", t.path().join("a")).unwrap();
+    symlink("a", t.path().join("b")).unwrap();
+    assert!(resolve(&t.path().join("a"), Rule::Output).is_err());
+}
+
+#[test]
+fn mode_and_owner_are_set_on_the_temporary_file() {
+    let t = tmp();
+    let dir = Dir::open(t.path()).unwrap();
+    let f = dir.temp_file(OsStr::new("tok"), 0o600).unwrap();
+    let uid = root().then_some(OTHER);
+    f.set_mode_and_owner(0o640, uid, None).unwrap();
+    f.persist(OsStr::new("tok"), Durability::Fast).unwrap();
+    let meta = std::fs::metadata(t.path().join("tok")).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o7777, 0o640);
+    if let Some(uid) = uid {
+        assert_eq!(meta.uid(), uid);
+    }
+}
+
+#[test]
+fn append_creates_then_appends() {
+    let t = tmp();
+    let p = t.path().join("log");
+    for line in [b"a\n", b"b\n"] {
+        let mut f = open_append(&p, Rule::Output).unwrap();
+        f.write_all(line).unwrap();
+    }
+    let mut f = File::open(&p).unwrap();
+    let mut s = String::new();
+    f.rewind().unwrap();
+    f.read_to_string(&mut s).unwrap();
+    assert_eq!(s, "a\nb\n");
+}
+
+#[test]
+fn the_umask_is_read_from_the_process_status() {
+    let status = "Name:\tretry\nUmask:\t0027\nState:\tR (running)\n";
+    assert_eq!(umask_in_status(status), Some(0o027));
+    assert_eq!(umask_in_status("Name:\tretry\n"), None);
+    assert_eq!(umask_in_status("Umask:\tzz\n"), None);
+    // Reading it changes nothing: the kernel reports the same value after.
+    let reported =
+        || umask_in_status(&std::fs::read_to_string("/proc/self/status").unwrap()).unwrap();
+    let before = reported();
+    assert_eq!(umask(), before);
+    assert_eq!(new_file_mode(), 0o666 & !before);
+    assert_eq!(reported(), before);
+}

@@ -1,0 +1,137 @@
+//! **Pure.** Durations, counts and command lines as people read them.
+//!
+//! The log, the loop's messages, the dry-run and simulation reports and the
+//! classification's explanations all show values the same way; this sits
+//! below all of them so that none has to import another for a format.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+/// A duration rounded to whole milliseconds, for display.
+pub fn round_ms(d: Duration) -> Duration {
+    Duration::from_millis(u64::try_from((d.as_micros() + 500) / 1000).unwrap_or(u64::MAX))
+}
+
+/// A duration for people: whole milliseconds, `870ms`, `2s 312ms`, `1m 5s`,
+/// `1d 2h`. Days are the largest unit (a month or a year has no fixed
+/// length), and every form reads back as a DUR.
+pub fn human(d: Duration) -> String {
+    let ms = round_ms(d).as_millis();
+    if ms == 0 {
+        return "0s".to_string();
+    }
+    let units: [(u128, &str); 5] = [
+        (86_400_000, "d"),
+        (3_600_000, "h"),
+        (60_000, "m"),
+        (1_000, "s"),
+        (1, "ms"),
+    ];
+    let mut left = ms;
+    let mut parts = Vec::new();
+    for (size, name) in units {
+        let n = left / size;
+        left %= size;
+        if n > 0 {
+            parts.push(format!("{n}{name}"));
+        }
+    }
+    parts.join(" ")
+}
+
+/// Waits beyond this (a year) are shown as "over a year": a server asking
+/// for 584 million years means "never", not a date.
+pub const ABSURD_WAIT: Duration = Duration::from_secs(365 * 86_400);
+
+/// A wait someone else asked for (Retry-After), which may be absurd.
+pub fn asked_wait(d: Duration) -> String {
+    if d > ABSURD_WAIT {
+        "over a year".to_string()
+    } else {
+        human(d)
+    }
+}
+
+/// A value echoed in a message, on one line: control characters (a newline,
+/// an escape sequence) are shown escaped, as `\n` or `\x1b`, so a message
+/// can neither break into two lines nor drive the terminal.
+pub fn escape_controls(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            // Control characters (Unicode's Cc) all lie below U+0100.
+            c if c.is_control() => out.push_str(&format!("\\x{:02x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// `3/5`, or `3` without a limit.
+pub fn of_max(attempt: u32, max: Option<u32>) -> String {
+    match max {
+        Some(m) => format!("{attempt}/{m}"),
+        None => attempt.to_string(),
+    }
+}
+
+/// Quote a command line the way a shell would read it back.
+pub fn shell_line(command: &[OsString]) -> String {
+    let words: Vec<String> = command
+        .iter()
+        .map(|w| {
+            let w = w.to_string_lossy();
+            shlex::try_quote(&w).map_or_else(|_| format!("{w:?}"), |q| q.into_owned())
+        })
+        .collect();
+    words.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quoting() {
+        let cmd: Vec<OsString> = ["echo", "a b", "it's"].iter().map(OsString::from).collect();
+        assert_eq!(shell_line(&cmd), r#"echo 'a b' "it's""#);
+    }
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human(Duration::from_micros(312_400)), "312ms");
+        assert_eq!(human(Duration::from_millis(2312)), "2s 312ms");
+        assert_eq!(human(Duration::from_secs(65)), "1m 5s");
+        assert_eq!(human(Duration::ZERO), "0s");
+        assert_eq!(human(Duration::from_secs(93_600)), "1d 2h");
+        assert_eq!(human(Duration::from_millis(90_061_001)), "1d 1h 1m 1s 1ms");
+        assert_eq!(human(Duration::from_secs(3600)), "1h");
+        // Whatever the size, days stay the largest unit.
+        assert_eq!(human(Duration::from_secs(99_999_999)), "1157d 9h 46m 39s");
+        assert!(human(Duration::MAX).starts_with("213503982334d "));
+    }
+
+    #[test]
+    fn human_durations_read_back_as_durations() {
+        for ms in [1, 999, 1000, 61_001, 3_600_000, 93_784_005] {
+            let d = Duration::from_millis(ms);
+            let shown = human(d);
+            assert_eq!(humantime::parse_duration(&shown).expect(&shown), d);
+        }
+    }
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(escape_controls("plain value"), "plain value");
+        assert_eq!(escape_controls("a\nb\rc\td"), "a\\nb\\rc\\td");
+        assert_eq!(escape_controls("\u{1b}[31mred"), "\\x1b[31mred");
+        assert_eq!(escape_controls("\u{7f}\u{85}"), "\\x7f\\x85");
+        assert_eq!(escape_controls("é ✓"), "é ✓");
+    }
+}

@@ -1,0 +1,353 @@
+//! The shape of the code, checked: every module of `src/` sits in one layer
+//! of the table in ARCHITECTURE.md ("Layers"), no module imports one from a
+//! layer above its own, modules of one layer import each other without a
+//! cycle, only `policy` and `lib` read `cli`, and no source file is over
+//! 800 lines. Imports are read from the text: `crate::` paths (groups
+//! included) and `super::` paths resolved from the file's place.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+const MAX_LINES: usize = 800;
+
+/// Modules that may import `cli`: it is the flags, and nothing below the
+/// validation knows about clap.
+const CLI_READERS: &[&str] = &["policy", "lib"];
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The layer table: (layer name, modules), top layer first.
+fn layers() -> Vec<(String, Vec<String>)> {
+    let doc = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let section = doc
+        .split("\n## Layers\n")
+        .nth(1)
+        .expect("ARCHITECTURE.md has a '## Layers' section");
+    let rows: Vec<(String, Vec<String>)> = section
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2) // header and separator
+        .map(|row| {
+            let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+            let name = cells[1].trim_matches('*').to_string();
+            let modules = cells[2]
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_string)
+                .collect();
+            (name, modules)
+        })
+        .collect();
+    assert!(
+        rows.len() >= 3,
+        "the layer table has too few rows: {rows:?}"
+    );
+    rows
+}
+
+/// Every `.rs` file under `dir`.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `src/state/rules/pace.rs` → `["state", "rules", "pace"]`; `src/lib.rs` →
+/// `["lib"]`; `mod.rs` names its directory.
+fn module_of(file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(root().join("src")).expect("under src");
+    let mut parts: Vec<String> = rel
+        .with_extension("")
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The table entry a path falls under: the longest module path that is a
+/// prefix of it.
+fn entry_of<'a>(path: &[String], entries: &'a [String]) -> Option<&'a String> {
+    entries
+        .iter()
+        .filter(|e| {
+            let segs: Vec<&str> = e.split("::").collect();
+            segs.len() <= path.len() && segs.iter().zip(path).all(|(a, b)| a == b)
+        })
+        .max_by_key(|e| e.split("::").count())
+}
+
+/// One use tree from `text[at..]` (just past `crate::` or a leading
+/// `super::`), as the paths it names: `a::{b, c::D}` → `a::b`, `a::c::D`.
+fn use_tree(text: &[u8], mut at: usize, prefix: Vec<String>, out: &mut Vec<Vec<String>>) -> usize {
+    let mut path = prefix;
+    loop {
+        while text.get(at).is_some_and(|c| c.is_ascii_whitespace()) {
+            at += 1;
+        }
+        if text.get(at) == Some(&b'{') {
+            at += 1;
+            loop {
+                at = use_tree(text, at, path.clone(), out);
+                while text
+                    .get(at)
+                    .is_some_and(|c| c.is_ascii_whitespace() || *c == b',')
+                {
+                    at += 1;
+                }
+                if text.get(at) != Some(&b'{') && !is_ident(text.get(at)) {
+                    break;
+                }
+            }
+            if text.get(at) == Some(&b'}') {
+                at += 1;
+            }
+            return at;
+        }
+        let start = at;
+        while is_ident(text.get(at)) {
+            at += 1;
+        }
+        if start == at {
+            break;
+        }
+        let seg = String::from_utf8_lossy(&text[start..at]).into_owned();
+        if seg != "self" {
+            path.push(seg);
+        }
+        if text[at..].starts_with(b"::") {
+            at += 2;
+        } else {
+            break;
+        }
+    }
+    out.push(path);
+    at
+}
+
+fn is_ident(c: Option<&u8>) -> bool {
+    c.is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+}
+
+/// The crate paths a file refers to, with their line numbers, `super::`
+/// resolved (inside `mod tests`, `super` is the file's own module).
+fn references(file: &Path) -> Vec<(usize, String, Vec<String>)> {
+    let module = module_of(file);
+    let source = std::fs::read_to_string(file).expect("readable source");
+    let lines: Vec<&str> = source.lines().collect();
+    // Comments out, lines kept, so that a group may span lines.
+    let code: String = lines
+        .iter()
+        .map(|l| format!("{}\n", l.split("//").next().unwrap_or("")))
+        .collect();
+    let tests_from = code
+        .match_indices("mod tests")
+        .find(|(i, _)| *i == 0 || code.as_bytes()[i - 1] == b'\n')
+        .map_or(usize::MAX, |(i, _)| i);
+    let bytes = code.as_bytes();
+    let mut out = Vec::new();
+    for kind in ["crate::", "super::"] {
+        for (i, _) in code.match_indices(kind) {
+            // Only where a path starts: not `super::super::`, not `my_crate::`.
+            if i > 0 && (is_ident(bytes.get(i - 1)) || bytes[i - 1] == b':') {
+                continue;
+            }
+            let mut at = i + kind.len();
+            let mut start = Vec::new();
+            if kind == "super::" {
+                let mut here = module.clone();
+                if i > tests_from {
+                    here.push("tests".into());
+                }
+                here.pop();
+                while code[at..].starts_with("super::") {
+                    here.pop();
+                    at += "super::".len();
+                }
+                start = here;
+            }
+            let mut paths = Vec::new();
+            use_tree(bytes, at, start, &mut paths);
+            let line = code[..i].matches('\n').count();
+            for p in paths {
+                out.push((line + 1, lines[line].trim().to_string(), p));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_module_imports_one_from_a_layer_above_its_own() {
+    let layers = layers();
+    // Rank 0 is the bottom layer.
+    let rank: BTreeMap<String, (usize, String)> = layers
+        .iter()
+        .rev()
+        .enumerate()
+        .flat_map(|(r, (name, mods))| mods.iter().map(move |m| (m.clone(), (r, name.clone()))))
+        .collect();
+    let entries: Vec<String> = rank.keys().cloned().collect();
+    let mut problems = Vec::new();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in rust_files(&root().join("src")) {
+        let shown = file
+            .strip_prefix(root())
+            .unwrap_or(&file)
+            .display()
+            .to_string();
+        // main.rs is the binary's own crate: it calls the library only.
+        if shown == "src/main.rs" {
+            continue;
+        }
+        let module = module_of(&file);
+        let Some(own) = entry_of(&module, &entries) else {
+            problems.push(format!(
+                "{shown}: module `{}` is in no layer: add it to the table in ARCHITECTURE.md",
+                module.join("::")
+            ));
+            continue;
+        };
+        let (own_rank, own_layer) = &rank[own];
+        for (line, text, path) in references(&file) {
+            let Some(target) = entry_of(&path, &entries) else {
+                continue;
+            };
+            if target == own {
+                continue;
+            }
+            let (rank_to, layer_to) = &rank[target];
+            if rank_to > own_rank {
+                problems.push(format!(
+                    "{shown}:{line}: `{own}` ({own_layer}) imports `{}` ({layer_to}), a layer above: {text}",
+                    path.join("::")
+                ));
+            }
+            if target == "cli" && !CLI_READERS.contains(&own.as_str()) {
+                problems.push(format!(
+                    "{shown}:{line}: only {CLI_READERS:?} read the flags; `{own}` imports `{}`",
+                    path.join("::")
+                ));
+            }
+            edges.entry(own.clone()).or_default().insert(target.clone());
+        }
+    }
+    if let Some(cycle) = find_cycle(&edges) {
+        problems.push(format!(
+            "modules import each other in a circle: {}",
+            cycle.join(" → ")
+        ));
+    }
+    assert!(problems.is_empty(), "\n{}\n", problems.join("\n"));
+}
+
+/// A cycle in the import graph, as the modules along it, if there is one.
+fn find_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        stack: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = stack.iter().position(|s| s == node) {
+            let mut cycle = stack[i..].to_vec();
+            cycle.push(node.to_string());
+            return Some(cycle);
+        }
+        if done.contains(node) {
+            return None;
+        }
+        stack.push(node.to_string());
+        for next in edges.get(node).into_iter().flatten() {
+            if let Some(c) = visit(next, edges, stack, done) {
+                return Some(c);
+            }
+        }
+        stack.pop();
+        done.insert(node.to_string());
+        None
+    }
+    let mut done = BTreeSet::new();
+    edges
+        .keys()
+        .find_map(|n| visit(n, edges, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn no_source_file_is_over_800_lines() {
+    let mut long = Vec::new();
+    for dir in ["src", "tests", "examples", "bench"] {
+        for file in rust_files(&root().join(dir)) {
+            let lines = std::fs::read_to_string(&file)
+                .expect("readable")
+                .lines()
+                .count();
+            if lines > MAX_LINES {
+                let shown = file
+                    .strip_prefix(root())
+                    .unwrap_or(&file)
+                    .display()
+                    .to_string();
+                long.push(format!("{shown}: {lines} lines (split it by concern)"));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "over {MAX_LINES} lines:\n{}",
+        long.join("\n")
+    );
+}
+
+/// The checker itself: a known upward import, a group and `super::` paths
+/// are all seen.
+#[test]
+fn the_import_reader_sees_groups_and_super_paths() {
+    let mut out = Vec::new();
+    use_tree(b"a::{b, c::{D, e::F}, self}", 0, vec![], &mut out);
+    let shown: Vec<String> = out.iter().map(|p| p.join("::")).collect();
+    assert_eq!(shown, ["a::b", "a::c::D", "a::c::e::F", "a"]);
+    let entries: Vec<String> = ["sim", "sim::cmd", "state::rules"]
+        .map(String::from)
+        .to_vec();
+    let path = |s: &str| s.split("::").map(String::from).collect::<Vec<_>>();
+    assert_eq!(
+        entry_of(&path("sim::cmd::main"), &entries).map(String::as_str),
+        Some("sim::cmd")
+    );
+    assert_eq!(
+        entry_of(&path("sim::Fleet"), &entries).map(String::as_str),
+        Some("sim")
+    );
+    assert_eq!(entry_of(&path("state::Store"), &entries), None);
+    // A pure module of the simulator names the layers it reads from.
+    let refs = references(&root().join("src/sim/fleet.rs"));
+    assert!(
+        refs.iter()
+            .any(|(_, _, p)| p.join("::") == "state::rules::Budget"),
+        "{refs:?}"
+    );
+    let refs = references(&root().join("src/state/session.rs"));
+    assert!(
+        refs.iter()
+            .any(|(_, _, p)| p.starts_with(&path("state::rules"))),
+        "{refs:?}"
+    );
+}

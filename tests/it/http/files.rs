@@ -1,0 +1,333 @@
+//! `-o FILE`: what an existing file keeps (mode, owner, the link it was
+//! reached by), that nothing is left whatever kills retry, and downloads
+//! resumed with `Range` + `If-Range`.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
+use std::path::Path;
+
+use super::*;
+
+fn root() -> bool {
+    if nix::unistd::Uid::effective().is_root() {
+        true
+    } else {
+        eprintln!("SKIPPED: this test changes file owners and needs root");
+        false
+    }
+}
+
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).expect("stat").mode() & 0o7777
+}
+
+fn download(url: &str, file: &Path, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "--http",
+        url,
+        "-o",
+        file.to_str().expect("utf-8"),
+        "-b",
+        "10ms",
+    ];
+    args.extend_from_slice(extra);
+    retry(&args)
+}
+
+// ---- what an existing file keeps ---------------------------------------------
+
+#[test]
+fn an_existing_file_keeps_its_mode() {
+    let s = Server::start(vec![reply(200).body("new token")]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("token");
+    std::fs::write(&file, "old token").expect("write");
+    std::fs::set_permissions(&file, PermissionsExt::from_mode(0o600)).expect("chmod");
+    let r = download(&s.url, &file, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), "new token");
+    assert_eq!(mode(&file), 0o600);
+    assert_eq!(listing(dir.path()), ["token"]);
+}
+
+#[test]
+fn an_existing_file_keeps_its_owner_and_group() {
+    if !root() {
+        return;
+    }
+    let s = Server::start(vec![reply(200).body("new")]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("shared");
+    std::fs::write(&file, "old").expect("write");
+    // root:daemon 0640, as a service's configuration often is.
+    let daemon = nix::unistd::Gid::from_raw(1);
+    nix::unistd::chown(&file, Some(nix::unistd::Uid::from_raw(0)), Some(daemon)).expect("chown");
+    std::fs::set_permissions(&file, PermissionsExt::from_mode(0o640)).expect("chmod");
+    let r = download(&s.url, &file, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let meta = std::fs::metadata(&file).expect("stat");
+    assert_eq!(
+        (meta.uid(), meta.gid(), meta.mode() & 0o7777),
+        (0, 1, 0o640)
+    );
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), "new");
+}
+
+#[test]
+fn a_new_file_gets_the_mode_the_umask_allows() {
+    let s = Server::start(vec![reply(200).body("fresh")]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("new");
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("umask 027; exec \"$0\" --http \"$1\" -o \"$2\"")
+        .arg(crate::util::bin())
+        .arg(&s.url)
+        .arg(&file)
+        .env_clear()
+        .output()
+        .expect("run retry through sh");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(mode(&file), 0o640);
+}
+
+#[test]
+fn a_symbolic_link_is_written_through() {
+    let s = Server::start(vec![reply(200).body("through the link")]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let real = dir.path().join("real");
+    std::fs::create_dir(&real).expect("mkdir");
+    let target = real.join("config");
+    std::fs::write(&target, "old").expect("write");
+    std::fs::set_permissions(&target, PermissionsExt::from_mode(0o640)).expect("chmod");
+    let link = dir.path().join("config");
+    symlink("real/config", &link).expect("symlink");
+    let r = download(&s.url, &link, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .expect("lstat")
+            .file_type()
+            .is_symlink(),
+        "the link was replaced"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&target).expect("read"),
+        "through the link"
+    );
+    assert_eq!(mode(&target), 0o640);
+    assert_eq!(listing(&real), ["config"]);
+    // A link to a file not yet there: the file is created where it points.
+    let dangling = dir.path().join("later");
+    symlink("real/later", &dangling).expect("symlink");
+    let s = Server::start(vec![reply(200).body("made")]);
+    let r = download(&s.url, &dangling, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(
+        std::fs::read_to_string(real.join("later")).expect("read"),
+        "made"
+    );
+}
+
+// ---- nothing left behind -----------------------------------------------------
+
+/// The descriptor `pid` holds on a file in `dir` (its unnamed temporary
+/// file), found through /proc, and that file's mode.
+fn temporary_in(pid: i32, dir: &Path) -> Option<u32> {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    for fd in fds.flatten() {
+        // Not the directory itself, which retry holds open too.
+        if let Ok(to) = std::fs::read_link(fd.path())
+            && to.starts_with(dir)
+            && to != dir
+        {
+            return std::fs::metadata(fd.path()).ok().map(|m| m.mode() & 0o7777);
+        }
+    }
+    None
+}
+
+#[test]
+fn a_download_killed_mid_way_leaves_nothing_and_was_private() {
+    let s = Server::start(vec![
+        reply(200)
+            .body(&"x".repeat(100_000))
+            .stall_after(40_000, Duration::from_secs(20)),
+    ]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("big");
+    std::fs::write(&file, "previous").expect("write");
+    std::fs::set_permissions(&file, PermissionsExt::from_mode(0o644)).expect("chmod");
+    let running =
+        crate::util::retry(["--http", &s.url, "-o", file.to_str().expect("utf-8")]).spawn();
+    assert_eq!(s.hits_at_least(1), 1);
+    let pid = running.pid().as_raw();
+    // The body is being written to a file that has no name, readable by
+    // nobody else.
+    let until = Instant::now() + Duration::from_secs(10);
+    let mut seen = None;
+    while seen.is_none() && Instant::now() < until {
+        seen = temporary_in(pid, dir.path());
+        thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(seen, Some(0o600), "the temporary file's mode");
+    assert_eq!(listing(dir.path()), ["big"]);
+    running.signal(nix::sys::signal::Signal::SIGKILL);
+    let _ = running.wait_status();
+    assert_eq!(listing(dir.path()), ["big"]);
+    assert_eq!(std::fs::read_to_string(&file).expect("read"), "previous");
+}
+
+#[test]
+fn output_errors_name_the_target_only() {
+    let s = Server::start(vec![reply(200).body("x")]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("out");
+    let r = download(&s.url, &file, &["-v"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        !r.stderr.contains(".tmp") && !r.stderr.contains(".part"),
+        "{}",
+        r.stderr
+    );
+}
+
+// ---- resuming ------------------------------------------------------------------
+
+fn range_of(seen: &Seen) -> Option<u64> {
+    seen.header("Range")?
+        .strip_prefix("bytes=")?
+        .strip_suffix('-')?
+        .parse()
+        .ok()
+}
+
+#[test]
+fn a_download_cut_several_times_is_resumed_and_whole() {
+    let body = content(300_000);
+    let tag = Some("\"v1\"");
+    let s = Server::start(vec![
+        reply(200)
+            .resource(&body, tag, true)
+            .stall_after(70_000, Duration::ZERO),
+        reply(200)
+            .resource(&body, tag, true)
+            .stall_after(90_000, Duration::ZERO),
+        reply(200)
+            .resource(&body, tag, true)
+            .stall_after(50_000, Duration::ZERO),
+        reply(200).resource(&body, tag, true),
+    ]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("download");
+    let r = download(&s.url, &file, &["-n", "6", "-v"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(std::fs::read(&file).expect("read"), *body);
+    let seen = s.seen();
+    assert_eq!(seen.len(), 4, "{}", r.stderr);
+    assert_eq!(range_of(&seen[0]), None);
+    let ranges: Vec<u64> = seen[1..].iter().filter_map(range_of).collect();
+    assert_eq!(ranges, [70_000, 160_000, 210_000], "{}", r.stderr);
+    assert!(
+        seen[1..]
+            .iter()
+            .all(|x| x.header("If-Range") == Some("\"v1\""))
+    );
+    assert!(r.stderr.contains("from byte 70000"), "{}", r.stderr);
+    assert_eq!(listing(dir.path()), ["download"]);
+}
+
+#[test]
+fn a_whole_answer_to_a_range_starts_over() {
+    let body = content(200_000);
+    let s = Server::start(vec![
+        reply(200)
+            .resource(&body, Some("\"v1\""), true)
+            .stall_after(80_000, Duration::ZERO),
+        // This server (a replica, say) ignores ranges: a whole 200.
+        reply(200).resource(&body, Some("\"v1\""), false),
+    ]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("download");
+    let r = download(&s.url, &file, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(s.seen().len(), 2);
+    assert_eq!(range_of(&s.seen()[1]), Some(80_000));
+    assert_eq!(std::fs::read(&file).expect("read"), *body);
+}
+
+#[test]
+fn a_changed_etag_starts_over_with_the_new_body() {
+    let old = content(200_000);
+    let new: Arc<Vec<u8>> = Arc::new(old.iter().map(|b| b.wrapping_add(1)).collect());
+    let s = Server::start(vec![
+        reply(200)
+            .resource(&old, Some("\"v1\""), true)
+            .stall_after(80_000, Duration::ZERO),
+        reply(200).resource(&new, Some("\"v2\""), true),
+    ]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("download");
+    let r = download(&s.url, &file, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let seen = s.seen();
+    assert_eq!(seen[1].header("If-Range"), Some("\"v1\""));
+    assert_eq!(std::fs::read(&file).expect("read"), *new);
+}
+
+#[test]
+fn without_a_strong_validator_a_cut_download_starts_over() {
+    let body = content(100_000);
+    for (tag, ranges) in [
+        (None, true),
+        (Some("W/\"weak\""), true),
+        (Some("\"v1\""), false),
+    ] {
+        let s = Server::start(vec![
+            reply(200)
+                .resource(&body, tag, ranges)
+                .stall_after(30_000, Duration::ZERO),
+            reply(200).resource(&body, tag, ranges),
+        ]);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("download");
+        let r = download(&s.url, &file, &[]);
+        assert_eq!(r.code, 0, "{tag:?} {ranges}: {}", r.stderr);
+        assert_eq!(s.seen()[1].header("Range"), None, "{tag:?} {ranges}");
+        assert_eq!(
+            std::fs::read(&file).expect("read"),
+            *body,
+            "{tag:?} {ranges}"
+        );
+    }
+}
+
+#[test]
+fn a_download_that_timed_out_is_resumed() {
+    let body = content(200_000);
+    let s = Server::start(vec![
+        reply(200)
+            .resource(&body, Some("\"v1\""), true)
+            .stall_after(60_000, Duration::from_secs(10)),
+        reply(200).resource(&body, Some("\"v1\""), true),
+    ]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("download");
+    let r = download(&s.url, &file, &["--idle-timeout", "500ms"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(range_of(&s.seen()[1]), Some(60_000));
+    assert_eq!(std::fs::read(&file).expect("read"), *body);
+}
