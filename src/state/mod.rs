@@ -195,13 +195,13 @@ pub fn default_dir() -> Result<PathBuf, String> {
                 Ok(Some(u)) => u.dir,
                 _ => {
                     return Err(format!(
-                        "no directory for shared state: HOME is unset and the password database has no user {uid}"
+                        "HOME is unset and the password database has no user {uid}"
                     ));
                 }
             };
             if !home.is_absolute() || !home.is_dir() {
                 return Err(format!(
-                    "no directory for shared state: HOME is unset and {}, the home directory of user {uid} in the password database, does not exist",
+                    "HOME is unset and {}, the home directory of user {uid} in the password database, does not exist",
                     home.display()
                 ));
             }
