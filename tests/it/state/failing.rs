@@ -221,11 +221,8 @@ fn a_lock_wait_leaves_the_command_its_run_and_gives_way_to_signals() {
         "{err}"
     );
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        out.elapsed < Duration::from_millis(2500),
-        "{:?}",
-        out.elapsed
-    );
+    // The breaker's last word may take a second more, even past --max-time.
+    assert!(out.elapsed < Duration::from_secs(5), "{:?}", out.elapsed);
 
     let running = retry_sh(&["--group", "g", "--state", &s, "--breaker"], "exit 0").spawn();
     thread::sleep(Duration::from_millis(300));
@@ -458,16 +455,17 @@ fn a_stopped_lock_holder_leaves_the_fleet_paced_and_the_store_is_tried_again() {
         thread::sleep(Duration::from_millis(20));
     }
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).expect("stop");
-    // Let the holder go after a while: the runs go back to the store.
+    // Let the holder go after a while (later than a store wait of 3s after
+    // the first attempts): the runs go back to the store.
     let release = thread::spawn(move || {
-        thread::sleep(Duration::from_millis(3000));
+        thread::sleep(Duration::from_millis(5000));
         let _ = holder.kill();
         let _ = holder.wait();
     });
     let dir = scratch();
     let (n, rate) = (20, 100.0);
     let args = strings(&[
-        "--group", "g", "--state", &s, "--pace", "100/s", "--max", "20", "--base", "1ms", "--cap",
+        "--group", "g", "--state", &s, "--pace", "100/s", "--max", "30", "--base", "1ms", "--cap",
         "1ms",
     ]);
     // The first attempts take a second, so that the whole fleet has started
@@ -488,7 +486,7 @@ fn a_stopped_lock_holder_leaves_the_fleet_paced_and_the_store_is_tried_again() {
                 .as_secs_f64()
         })
         .collect();
-    assert_eq!(starts.len(), n * 19);
+    assert_eq!(starts.len(), n * 29);
     starts.sort_by(f64::total_cmp);
     let span = starts[starts.len() - 1] - starts[0];
     let got = (starts.len() - 1) as f64 / span;
