@@ -6,7 +6,7 @@ use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::{Store, budget_count, show, show_at};
+use super::{Redis, Store, budget_count, show, show_at};
 use crate::util::{path_str, retry_sh, scratch};
 
 #[test]
@@ -106,6 +106,34 @@ fn a_groups_state_stored_by_an_earlier_version_is_read_as_it_was() {
     assert!(
         text.contains("\"spent_milli\":10000") && !text.contains("tokens_milli"),
         "{text}"
+    );
+}
+
+#[test]
+fn a_groups_state_stored_in_redis_by_an_earlier_version_is_read_as_it_was() {
+    let redis = Redis::unix();
+    redis.cmd(None, &["HSET", "retry:{g}:state", "tok", "991000"]);
+    let budget = || {
+        show_at(&redis.url, "g", &["--budget", "1000"])
+            .lines()
+            .find(|l| l.starts_with("budget:"))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(budget().contains("991 of 1000 tokens"), "{}", budget());
+    retry_sh(
+        &[
+            "--group", "g", "--state", &redis.url, "--budget", "1000", "--max", "1",
+        ],
+        "exit 1",
+    )
+    .run()
+    .expect_code(1);
+    assert!(budget().contains("990 of 1000 tokens"), "{}", budget());
+    // Stored in the new form.
+    assert_eq!(
+        redis.cmd(None, &["HMGET", "retry:{g}:state", "tok", "spent"]),
+        "*2\r\n$-1\r\n$5\r\n10000\r\n"
     );
 }
 
