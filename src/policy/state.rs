@@ -117,6 +117,11 @@ pub fn from_args(a: &StateArgs, names: &Names) -> Result<StateOptions, UsageErro
                 path_arg(&flag, &f, PASSWORD_FILE_FORM)?;
             }
             match &at {
+                // A URL with a password on the command line wins over a
+                // password file from the environment.
+                StoreAt::Url(u) if has_password(u) && from_env && !names.came_from_env("state") => {
+                    None
+                }
                 StoreAt::Url(u) if has_password(u) => {
                     return Err(UsageError(format!(
                         "{flag} gives the Redis password, and the store URL has one too: give it in one place"
@@ -427,6 +432,28 @@ mod tests {
             "--budget",
             "--state",
             "/var/lib/x",
+            "--state-password-file",
+            "/f",
+            "--",
+            "true",
+        ]);
+        cli.from_env = vec![(
+            "state_password_file".into(),
+            "RETRY_STATE_PASSWORD_FILE".into(),
+        )];
+        let f = from_args(&cli.state, &Names(&cli.from_env))
+            .unwrap()
+            .shared
+            .unwrap();
+        assert_eq!(f.password_file, None);
+        // So is it when the URL given on the command line has a password.
+        let mut cli = Cli::parse_from([
+            "retry",
+            "--group",
+            "g",
+            "--budget",
+            "--state",
+            "redis://:pw@db",
             "--state-password-file",
             "/f",
             "--",
