@@ -44,8 +44,8 @@ use line::{Line, LockId, Stalled, Watch};
 #[derive(Debug, Clone, Copy)]
 pub enum Work {
     Apply(Op),
-    /// Read the state and write a temporary file of it, kept nowhere: that
-    /// the store can be used at all (lock, read, room to write).
+    /// Take the lock, read the state and look for room to write: that the
+    /// store can be used at all.
     Probe,
 }
 
@@ -206,15 +206,11 @@ fn apply(dir: &Dir, group: &str, work: Work) -> anyhow::Result<Done> {
             write(dir, &name, &state)?;
             None
         }
+        // Room to write, judged without writing: a full disk or a
+        // read-only file system is known before the command runs.
         Work::Probe => {
-            let mut tmp = dir
-                .temp_file(&name, 0o600)
+            dir.check_room()
                 .with_context(|| format!("cannot write in {}", dir.path().display()))?;
-            let data = serde_json::to_vec(&state).context("cannot encode the state")?;
-            tmp.file_mut()
-                .write_all(&data)
-                .with_context(|| format!("cannot write in {}", dir.path().display()))?;
-            // Dropped: the probe leaves nothing.
             None
         }
         Work::Apply(op) => {
