@@ -11,7 +11,7 @@ clock, and prints the median time and faults of every stage.
     git apply bench/probe.patch
     CARGO_TARGET_DIR=target/probe cargo build --release --bin retry
     git checkout src
-    python3 bench/stages.py target/probe/$(rustc --print host-tuple)/release/retry [RUNS]
+    python3 bench/stages.py target/probe/release/retry [RUNS]
 """
 
 import os

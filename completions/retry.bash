@@ -23,7 +23,7 @@ _retry() {
 
     case "${cmd}" in
         retry)
-            opts="-n -b -c -m -j -t -k -q -v -X -H -d -o -h -V --max --forever --backoff --base --cap --multiplier --jitter --jitter-max --max-time --timeout --idle-timeout --reset-after --restart-on-success --stagger --seed --retry-on --stop-on --success-on --retry-if-output --stop-if-output --no-retry-on-timeout --stop-signal --kill-after --foreground --replay-stdin --nested --quiet --verbose --log-format --log-file --http --method --header --data --data-binary --json --connect-timeout --max-redirs --retry-after-max --cacert --insecure --output --expect --retry-status --idempotency-key --retry-non-idempotent --simulate --outage --capacity --model --compare --format --plot --group --state --state-password-file --state-required --state-show --pace --pace-burst --budget --breaker --color --ci-annotations --dry-run --help --version"
+            opts="-n -b -c -m -j -t -k -q -v -X -H -d -o -h -V --max --forever --backoff --base --cap --multiplier --jitter --jitter-max --max-time --timeout --idle-timeout --reset-after --restart-on-success --stagger --seed --retry-on --stop-on --success-on --retry-if-output --stop-if-output --no-retry-on-timeout --stop-signal --kill-after --foreground --replay-stdin --replay-stdin-max --nested --quiet --verbose --log-format --log-file --http --method --header --data --data-binary --json --connect-timeout --max-redirs --retry-after-max --cacert --insecure --output --expect --retry-status --idempotency-key --retry-non-idempotent --simulate --outage --capacity --capacity-burst --model --compare --format --plot --group --state --state-password-file --state-required --state-show --pace --pace-burst --budget --breaker --metrics-file --metrics-push --metrics-job --metrics-label --ping --ping-log --color --ci-annotations --dry-run --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -137,6 +137,10 @@ _retry() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --replay-stdin-max)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --nested)
                     COMPREPLY=($(compgen -W "multiply single" -- "${cur}"))
                     return 0
@@ -233,6 +237,10 @@ _retry() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --capacity-burst)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --model)
                     COMPREPLY=($(compgen -W "occ" -- "${cur}"))
                     return 0
@@ -270,6 +278,26 @@ _retry() {
                     return 0
                     ;;
                 --breaker)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics-push)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics-job)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --metrics-label)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --ping)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

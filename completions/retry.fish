@@ -10,7 +10,7 @@ full\t'uniform between 0 and the ceiling'
 equal\t'half the ceiling plus uniform up to the other half'
 decorrelated\t'uniform between base and min(cap, 3 * the previous delay); growth flags do not apply'
 additive\t'the ceiling, kept --jitter-max below the cap, plus uniform up to --jitter-max'"
-complete -c retry -l jitter-max -d 'Largest random addition for --jitter additive [default: 1s]' -r
+complete -c retry -l jitter-max -d 'Largest random addition for --jitter additive, at most --cap [default: 1s]' -r
 complete -c retry -l max-time -d 'Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit (0 or inf: none)' -r
 complete -c retry -s t -l timeout -d 'Per-attempt time limit; the attempt\'s process group is then stopped (0 or inf: none)' -r
 complete -c retry -l idle-timeout -d 'Stop an attempt after DUR without progress: no byte received (HTTP mode), or no output from COMMAND (0 or inf: none) [default: 30s in HTTP mode, none for a COMMAND]' -r
@@ -24,6 +24,7 @@ complete -c retry -l retry-if-output -d 'Retry a failure whose stdout or stderr 
 complete -c retry -l stop-if-output -d 'Never retry a failure whose stdout or stderr has a line matching REGEX (repeatable; wins over --retry-if-output)' -r
 complete -c retry -l stop-signal -d 'Signal sent to the attempt\'s process group on timeout: a name or number as \'kill -l\' lists, such as INT, SIGUSR1 or RTMIN+2 [default: TERM]' -r
 complete -c retry -s k -l kill-after -d 'Grace period after the stop signal before KILL [default: 5s]' -r
+complete -c retry -l replay-stdin-max -d 'The most stdin --replay-stdin takes, such as 64M or 2G (inf: no limit) [default: 1G]' -r
 complete -c retry -l nested -d 'Inside another retry: multiply attempts (warn), or run COMMAND once' -r -f -a "multiply\t'run every attempt (and warn once that attempts multiply)'
 single\t'an inner retry runs COMMAND once'"
 complete -c retry -l log-format -d 'Log line format [default: text]' -r -f -a "text\t''
@@ -45,11 +46,12 @@ complete -c retry -l retry-status -d 'Statuses worth retrying, replacing the def
 complete -c retry -l idempotency-key -d 'Send this Idempotency-Key on every attempt (\'auto\': a random UUID), so POST and PATCH may be retried' -r
 complete -c retry -l simulate -d 'Simulate N clients that all fail at once under this policy, in virtual time, and report' -r
 complete -c retry -l outage -d 'The simulated server fails every request until DUR has passed' -r
-complete -c retry -l capacity -d 'The simulated server admits RATE requests a second (burst: 100ms worth), rejecting the rest' -r
+complete -c retry -l capacity -d 'The simulated server admits RATE requests a second (a token bucket), rejecting the rest' -r
+complete -c retry -l capacity-burst -d 'Requests --capacity admits at once, its bucket\'s depth [default: 100ms worth]' -r
 complete -c retry -l model -d 'Another server model: occ (each client reads a version, then writes it back; a write fails if another came in between)' -r -f -a "occ\t'optimistic concurrency on one row (the classic backoff simulation)'"
 complete -c retry -l format -d 'Report format of the simulation [default: text]' -r -f -a "text\t''
 json\t''"
-complete -c retry -l plot -d 'Also draw the requests over time as an SVG picture in FILE' -r -F
+complete -c retry -l plot -d 'Also draw the load and the clients through over time as an SVG picture in FILE' -r -F
 complete -c retry -l group -d 'Share pace, budget and breaker with every invocation of the same group' -r
 complete -c retry -l state -d 'Where the group\'s state lives: a directory, or redis://, rediss://, unix:// [default: ~/.local/state/retry]' -r
 complete -c retry -l state-password-file -d 'Read the Redis password from FILE (its first line), not from the URL' -r -F
@@ -57,6 +59,11 @@ complete -c retry -l pace -d 'Start the group\'s retries at no more than RATE, e
 complete -c retry -l pace-burst -d 'Retries of the group that may start at once under --pace [default: 1]' -r
 complete -c retry -l budget -d 'Stop retrying while the whole group fails: a shared retry budget [default: 100:0.1]' -r
 complete -c retry -l breaker -d 'After THRESHOLD failed runs in a row, refuse to run for COOLDOWN (exit 75) [default: 5:30s]' -r
+complete -c retry -l metrics-file -d 'Write the run\'s metrics to PATH for node_exporter\'s textfile collector' -r -F
+complete -c retry -l metrics-push -d 'Push the run\'s metrics to a Prometheus Pushgateway at URL, e.g. http://pushgateway:9091' -r
+complete -c retry -l metrics-job -d 'The metrics\' job label (Pushgateway: grouping key) [default: --group, else COMMAND\'s name, or http]' -r
+complete -c retry -l metrics-label -d 'Add a label to the metrics (Pushgateway: a grouping key), e.g. instance=$(hostname); repeatable' -r
+complete -c retry -l ping -d 'Ping a heartbeat monitor at URL (healthchecks.io protocol)' -r
 complete -c retry -l color -d 'Colour retry\'s own log prefix and outcome words [default: auto]' -r -f -a "auto\t'decide from the surroundings'
 always\t''
 never\t''"
@@ -75,6 +82,7 @@ complete -c retry -l retry-non-idempotent -d 'Retry POST and PATCH even without 
 complete -c retry -l compare -d 'Simulate every jitter kind under the same policy and show them side by side'
 complete -c retry -l state-required -d 'Exit 125 when the state store cannot be used, instead of running without it'
 complete -c retry -l state-show -d 'Print the group\'s pace schedule, budget count and breaker state, and exit'
+complete -c retry -l ping-log -d 'Send a summary of the run (attempts, times, the log\'s last lines; masked, at most 10 KB) with the final ping'
 complete -c retry -l dry-run -d 'Print the delay schedule this policy produces and run nothing'
 complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retry -s V -l version -d 'Print version'

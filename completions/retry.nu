@@ -41,7 +41,7 @@ module completions {
     --cap(-c): string         # Largest single delay, at least --base [default: 30s, or --base if longer]
     --multiplier(-m): string  # Growth factor of --backoff exponential, X >= 1 [default: 2]
     --jitter(-j): string@"nu-complete retry jitter" # Randomisation of each delay [default: full]
-    --jitter-max: string      # Largest random addition for --jitter additive [default: 1s]
+    --jitter-max: string      # Largest random addition for --jitter additive, at most --cap [default: 1s]
     --max-time: string        # Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit (0 or inf: none)
     --timeout(-t): string     # Per-attempt time limit; the attempt's process group is then stopped (0 or inf: none)
     --idle-timeout: string    # Stop an attempt after DUR without progress: no byte received (HTTP mode), or no output from COMMAND (0 or inf: none) [default: 30s in HTTP mode, none for a COMMAND]
@@ -59,6 +59,7 @@ module completions {
     --kill-after(-k): string  # Grace period after the stop signal before KILL [default: 5s]
     --foreground              # Run COMMAND in retry's own process group (for programs that read the terminal)
     --replay-stdin            # Read stdin once and give every attempt the same bytes
+    --replay-stdin-max: string # The most stdin --replay-stdin takes, such as 64M or 2G (inf: no limit) [default: 1G]
     --nested: string@"nu-complete retry nested" # Inside another retry: multiply attempts (warn), or run COMMAND once
     --quiet(-q)               # Fewer log lines: -q only the final give-up line, -qq nothing
     --verbose(-v)             # More log lines: attempt starts and the command line
@@ -82,11 +83,12 @@ module completions {
     --retry-non-idempotent    # Retry POST and PATCH even without an idempotency key
     --simulate: string        # Simulate N clients that all fail at once under this policy, in virtual time, and report
     --outage: string          # The simulated server fails every request until DUR has passed
-    --capacity: string        # The simulated server admits RATE requests a second (burst: 100ms worth), rejecting the rest
+    --capacity: string        # The simulated server admits RATE requests a second (a token bucket), rejecting the rest
+    --capacity-burst: string  # Requests --capacity admits at once, its bucket's depth [default: 100ms worth]
     --model: string@"nu-complete retry model" # Another server model: occ (each client reads a version, then writes it back; a write fails if another came in between)
     --compare                 # Simulate every jitter kind under the same policy and show them side by side
     --format: string@"nu-complete retry format" # Report format of the simulation [default: text]
-    --plot: path              # Also draw the requests over time as an SVG picture in FILE
+    --plot: path              # Also draw the load and the clients through over time as an SVG picture in FILE
     --group: string           # Share pace, budget and breaker with every invocation of the same group
     --state: string           # Where the group's state lives: a directory, or redis://, rediss://, unix:// [default: ~/.local/state/retry]
     --state-password-file: path # Read the Redis password from FILE (its first line), not from the URL
@@ -96,6 +98,12 @@ module completions {
     --pace-burst: string      # Retries of the group that may start at once under --pace [default: 1]
     --budget: string          # Stop retrying while the whole group fails: a shared retry budget [default: 100:0.1]
     --breaker: string         # After THRESHOLD failed runs in a row, refuse to run for COOLDOWN (exit 75) [default: 5:30s]
+    --metrics-file: path      # Write the run's metrics to PATH for node_exporter's textfile collector
+    --metrics-push: string    # Push the run's metrics to a Prometheus Pushgateway at URL, e.g. http://pushgateway:9091
+    --metrics-job: string     # The metrics' job label (Pushgateway: grouping key) [default: --group, else COMMAND's name, or http]
+    --metrics-label: string   # Add a label to the metrics (Pushgateway: a grouping key), e.g. instance=$(hostname); repeatable
+    --ping: string            # Ping a heartbeat monitor at URL (healthchecks.io protocol)
+    --ping-log                # Send a summary of the run (attempts, times, the log's last lines; masked, at most 10 KB) with the final ping
     --color: string@"nu-complete retry color" # Colour retry's own log prefix and outcome words [default: auto]
     --ci-annotations: string@"nu-complete retry ci_annotations" # GitHub Actions annotations for failed attempts and giving up [default: auto]
     --dry-run                 # Print the delay schedule this policy produces and run nothing

@@ -226,6 +226,25 @@ pub fn classify_with_output(status: &Status, output: &OutputMatch, rules: &Rules
     }
 }
 
+/// The verdict once the reader of retry's own stdout has gone (a pipe into
+/// `head` that has exited): a failure that would be retried is permanent,
+/// whatever its exit code, since another attempt's output would go
+/// nowhere. A command that exits with a status of its own on EPIPE (Python
+/// exits 1 on BrokenPipeError) is then treated as one that died of SIGPIPE.
+pub fn with_reader_gone(verdict: Verdict) -> Verdict {
+    match verdict {
+        Verdict::Retryable => Verdict::Permanent,
+        v => v,
+    }
+}
+
+/// Why [`with_reader_gone`] made this failure permanent, for the give-up line.
+pub fn explain_reader_gone(status: &Status) -> String {
+    format!(
+        "{status}, and the reader of retry's stdout has gone: another attempt's output would go nowhere"
+    )
+}
+
 /// Whether what the output matched may decide this failure.
 fn output_decides(status: &Status) -> bool {
     matches!(
@@ -470,5 +489,13 @@ mod tests {
             explain_with_output(&Status::Exited(3), &none, &r),
             "exit 3 is in --stop-on"
         );
+    }
+
+    #[test]
+    fn a_gone_reader_makes_a_retryable_failure_permanent_and_nothing_else() {
+        assert_eq!(with_reader_gone(Verdict::Retryable), Verdict::Permanent);
+        assert_eq!(with_reader_gone(Verdict::Success), Verdict::Success);
+        assert_eq!(with_reader_gone(Verdict::Permanent), Verdict::Permanent);
+        assert!(explain_reader_gone(&Status::Exited(1)).starts_with("exit 1, and the reader"));
     }
 }

@@ -10,9 +10,11 @@ use std::path::PathBuf;
 use clap::{ArgAction, Parser, ValueEnum};
 
 mod http;
+mod monitor;
 mod sim;
 mod state;
 pub use http::HttpArgs;
+pub use monitor::MonitorArgs;
 pub use sim::{FormatArg, ModelArg, SimArgs};
 pub use state::StateArgs;
 
@@ -144,7 +146,7 @@ pub struct Cli {
     )]
     pub jitter: Option<JitterArg>,
 
-    /// Largest random addition for --jitter additive [default: 1s]
+    /// Largest random addition for --jitter additive, at most --cap [default: 1s]
     #[arg(
         long,
         value_name = "DUR",
@@ -303,6 +305,16 @@ pub struct Cli {
     #[arg(long, help_heading = "Process")]
     pub replay_stdin: bool,
 
+    /// The most stdin --replay-stdin takes, such as 64M or 2G (inf: no limit) [default: 1G]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        env = "RETRY_REPLAY_STDIN_MAX",
+        allow_hyphen_values = true,
+        help_heading = "Process"
+    )]
+    pub replay_stdin_max: Option<String>,
+
     /// Inside another retry: multiply attempts (warn), or run COMMAND once
     #[arg(
         long,
@@ -349,6 +361,9 @@ pub struct Cli {
 
     #[command(flatten)]
     pub state: StateArgs,
+
+    #[command(flatten)]
+    pub monitor: MonitorArgs,
 
     /// Colour retry's own log prefix and outcome words [default: auto]
     ///

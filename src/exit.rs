@@ -69,7 +69,7 @@ pub const TABLE: &[Row] = &[
     ),
     row(
         "124",
-        "command mode: the last attempt was stopped by --timeout or --max-time",
+        "command mode: the last attempt was stopped by --timeout or --max-time (or --max-time ran out while --replay-stdin read stdin, before any attempt)",
     ),
     row("126", "COMMAND is not executable (never retried)"),
     row("127", "COMMAND was not found (never retried)"),
@@ -87,7 +87,7 @@ pub const TABLE: &[Row] = &[
     ),
     row(
         "125",
-        "retry's own failure (e.g. it cannot open its log file, the system kept refusing to start COMMAND for want of processes, memory or descriptors, or the shared-state store cannot be used with --state-required)",
+        "retry's own failure (e.g. it cannot open its log file, the system kept refusing to start COMMAND for want of processes, memory or descriptors, stdin is larger than --replay-stdin-max, or the shared-state store cannot be used with --state-required)",
     ),
     row(
         "75",

@@ -342,6 +342,16 @@ impl Dir {
         }
     }
 
+    /// A new file with permission bits `mode` (less the umask) that no name
+    /// refers to, for scratch data (the `--replay-stdin` spool): unnamed
+    /// where the file system allows `O_TMPFILE`, else created under a unique
+    /// name (`O_EXCL`) and unlinked at once. Nothing is left whatever kills
+    /// retry afterwards, and nobody else can have opened it.
+    pub fn scratch_file(&self, mode: u32) -> io::Result<File> {
+        self.temp_file(OsStr::new("retry-scratch"), mode)?
+            .into_unnamed()
+    }
+
     /// Whether a file could be created here, found by creating a temporary
     /// one and dropping it: with `O_TMPFILE` nothing ever appears in the
     /// directory.
@@ -457,6 +467,15 @@ impl TempFile<'_> {
             }
         }
         fchmod(self.file.as_fd(), Mode::from_bits_truncate(mode & 0o7777)).map_err(io_err)
+    }
+
+    /// The file with no name left: the fallback's name is removed (an
+    /// unnamed file never had one).
+    pub fn into_unnamed(mut self) -> io::Result<File> {
+        if let Some(name) = self.name.take() {
+            self.dir.remove_at(&name)?;
+        }
+        self.file.try_clone()
     }
 
     /// Gives the file its final `name` in the directory, replacing whatever

@@ -93,6 +93,26 @@ pub fn shell_line(command: &[OsString]) -> String {
     words.join(" ")
 }
 
+/// A byte count as people read it: `1 GiB`, `64 MiB`, `1500 bytes`; exact
+/// (a unit only where the count is a whole number of it).
+pub fn human_size(bytes: u64) -> String {
+    for (unit, scale) in [
+        ("TiB", 1u64 << 40),
+        ("GiB", 1 << 30),
+        ("MiB", 1 << 20),
+        ("KiB", 1 << 10),
+    ] {
+        if bytes >= scale && bytes.is_multiple_of(scale) {
+            return format!("{} {unit}", bytes / scale);
+        }
+    }
+    if bytes == 1 {
+        "1 byte".to_string()
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,5 +153,14 @@ mod tests {
         assert_eq!(escape_controls("\u{1b}[31mred"), "\\x1b[31mred");
         assert_eq!(escape_controls("\u{7f}\u{85}"), "\\x7f\\x85");
         assert_eq!(escape_controls("é ✓"), "é ✓");
+    }
+
+    #[test]
+    fn sizes_as_people_read_them() {
+        assert_eq!(human_size(1 << 30), "1 GiB");
+        assert_eq!(human_size(64 << 20), "64 MiB");
+        assert_eq!(human_size(1500), "1500 bytes");
+        assert_eq!(human_size(1), "1 byte");
+        assert_eq!(human_size(3 << 10), "3 KiB");
     }
 }

@@ -38,7 +38,6 @@ use rand::TryRng;
 use rand::rngs::SysRng;
 
 use attempt::process::ProcessAttempt;
-use attempt::stdin::StdinSource;
 use event::Event;
 use log::Logger;
 use policy::{Config, Mode, Nesting};
@@ -82,6 +81,12 @@ fn run_main() -> u8 {
     if config.state.show {
         return show_state(&config);
     }
+    // What the end-of-run outputs will need (the metrics file's directory)
+    // is checked before anything runs or is created.
+    if let Err(e) = finish::check(&config.finish) {
+        Logger::stderr().error(&e);
+        return exit::USAGE;
+    }
     let seed = config.policy.seed.unwrap_or_else(os_seed);
     let mut rng = rng::seeded(seed);
 
@@ -98,7 +103,16 @@ fn run_main() -> u8 {
         Mode::Simulate { sim } => {
             return sim::cmd::main(&config, sim, seed, || rng::seeded(seed));
         }
-        Mode::Run { command } => command.clone(),
+        Mode::Run { command } => {
+            if std::env::var_os("RETRY_PING").is_some() {
+                // The heartbeat check belongs to this run: a retry inside
+                // COMMAND must not ping it too.
+                // SAFETY: no other thread exists yet (the runtime and the
+                // log start later), so nothing reads the environment meanwhile.
+                unsafe { std::env::remove_var("RETRY_PING") };
+            }
+            command.clone()
+        }
         Mode::Http { request } => return probe::main(&config, request, started, seed, &mut rng),
     };
 
@@ -106,20 +120,6 @@ fn run_main() -> u8 {
         Ok(l) => l,
         Err(code) => return code,
     };
-    // Read before any signal handler exists, so ^C while stdin is still
-    // open ends retry the ordinary way, with nothing started.
-    let stdin = if config.process.replay_stdin {
-        match StdinSource::capture(std::io::stdin().lock()) {
-            Ok(s) => s,
-            Err(e) => {
-                log.error(&format!("cannot read stdin for --replay-stdin: {e}"));
-                return exit::INTERNAL;
-            }
-        }
-    } else {
-        StdinSource::Inherit
-    };
-
     let depth = config.nesting.outer_depth.saturating_add(1);
     let process = config.process.clone();
     // Only the log sees this copy: secrets in the arguments become ***.
@@ -133,7 +133,7 @@ fn run_main() -> u8 {
         &shown,
         seed,
         &mut rng,
-        || Ok(ProcessAttempt::new(command, process, depth, stdin)),
+        || Ok(ProcessAttempt::new(command, process, depth)),
         |finish, _, _| finish.exit_code,
     )
 }
@@ -142,7 +142,9 @@ fn run_main() -> u8 {
 /// runtime with retry's signal handlers installed; `deliver` turns how the
 /// loop finished (and the attempt runner, which may hold a result to put in
 /// place) into the exit status. The end-of-run outputs hear of the run
-/// then. Returns the exit status, also when retry itself could not start.
+/// then, however it ended: also when retry could not start it, or shared
+/// state or a signal ended it before the first attempt. Returns the exit
+/// status.
 fn drive<A, F, D>(
     config: &Config,
     log: &mut Logger,
@@ -170,89 +172,199 @@ where
         }
     };
     let code = runtime.block_on(async {
-        let mut signals = match signals::Signals::install() {
-            Ok(s) => s,
+        let deadline = config.policy.max_time.and_then(|d| started.checked_add(d));
+        let mut outputs = finish::Outputs::new(&config.finish);
+        let (mut signals, ended) = match signals::Signals::install() {
+            Ok(mut signals) => {
+                let ended = run_to_end(
+                    config,
+                    log,
+                    shown,
+                    seed,
+                    rng,
+                    &mut signals,
+                    &mut outputs,
+                    deadline,
+                    make,
+                    deliver,
+                )
+                .await;
+                (signals, ended)
+            }
             Err(e) => {
                 log.error(&format!("cannot install signal handlers: {e}"));
-                return exit::INTERNAL;
+                (
+                    signals::Signals::none(),
+                    Ended::early(exit::INTERNAL, event::End::Permanent),
+                )
             }
         };
-        if config.warn_nested {
-            warn_nested(log, config);
-        }
-        let mut attempt = match make() {
-            Ok(a) => a,
-            Err(e) => {
-                log.error(&e);
-                return exit::INTERNAL;
-            }
-        };
-        log.emit(&Event::Start {
-            command: shown,
-            max: config.policy.max_attempts,
-            max_time: config.policy.max_time,
-            seed,
-        });
-        let deadline = config
-            .policy
-            .max_time
-            .and_then(|d| Instant::now().checked_add(d));
-        let shared = config.state.shared.clone();
-        let mut state = match state::Session::open(shared, log, &mut signals, deadline).await {
-            Ok(s) => s,
-            Err(stop) => return state_stopped(stop, log),
-        };
-        let mut outputs = finish::Outputs::new(&config.finish);
-        if !outputs.is_empty() {
-            let mut ctx = finish::Ctx {
-                log,
-                signals: &mut signals,
-                deadline,
-            };
-            outputs.started(&mut ctx).await;
-        }
-        let finish = run::run(
-            &config.policy,
-            &mut attempt,
-            &run::TokioClock,
-            rng,
-            &mut signals,
-            log,
-            &mut state,
-        )
-        .await;
-        // The breaker hears how the run ended, unless a signal ended it. A
-        // store too slow to hear it in time leaves the run's status as it is.
-        if finish.end != event::End::Interrupted {
-            let ok = finish.exit_code == exit::SUCCESS;
-            match state.finish(ok, log, &mut signals).await {
-                Ok(()) | Err(state::Stop::Deadline) => {}
-                Err(stop) => return state_stopped(stop, log),
-            }
-        }
-        let code = deliver(&finish, attempt, log);
         if !outputs.is_empty() {
             let summary = finish::RunSummary {
                 started_at,
                 duration: started.elapsed(),
-                attempts: finish.attempts,
-                exit_code: code,
-                end: finish.end,
+                attempts: ended.attempts,
+                exit_code: ended.code,
+                end: ended.end,
+                last_status: ended.last_status,
+                retries_refused: ended.retries_refused,
             };
             let mut ctx = finish::Ctx {
                 log,
                 signals: &mut signals,
                 deadline,
+                cut: None,
             };
             outputs.finished(&summary, &mut ctx).await;
         }
-        code
+        ended.code
     });
     // The process exits next, which frees the runtime anyway: shutting it
     // down would only add work to every run, and a DNS lookup that hangs
     // holds a blocking thread that a drop would wait for.
     std::mem::forget(runtime);
     code
+}
+
+/// How a run ended, for its exit status and the end-of-run outputs.
+struct Ended {
+    code: u8,
+    attempts: u32,
+    end: event::End,
+    last_status: Option<classify::Status>,
+    retries_refused: u32,
+}
+
+impl Ended {
+    /// Ended before the first attempt.
+    fn early(code: u8, end: event::End) -> Ended {
+        Ended {
+            code,
+            attempts: 0,
+            end,
+            last_status: None,
+            retries_refused: 0,
+        }
+    }
+}
+
+/// `drive`'s run, from the attempt runner's set-up to the exit status.
+#[allow(clippy::too_many_arguments)]
+async fn run_to_end<A, F, D>(
+    config: &Config,
+    log: &mut Logger,
+    shown: &[std::ffi::OsString],
+    seed: u64,
+    rng: &mut rng::JitterRng,
+    signals: &mut signals::Signals,
+    outputs: &mut finish::Outputs,
+    deadline: Option<Instant>,
+    make: F,
+    deliver: D,
+) -> Ended
+where
+    A: attempt::Attempt,
+    F: FnOnce() -> Result<A, String>,
+    D: FnOnce(&run::Finish, A, &mut Logger) -> u8,
+{
+    if config.warn_nested {
+        warn_nested(log, config);
+    }
+    let mut attempt = match make() {
+        Ok(a) => a,
+        Err(e) => {
+            log.error(&e);
+            return Ended::early(exit::INTERNAL, event::End::Permanent);
+        }
+    };
+    if !outputs.is_empty() {
+        let mut ctx = finish::Ctx {
+            log,
+            signals,
+            deadline,
+            cut: None,
+        };
+        outputs.started(&mut ctx).await;
+        // A signal that came while an output prepared (the start ping's
+        // answer is awaited a moment) starts no attempt.
+        if let Some(sig) = signals.interrupted() {
+            let exit_code = exit::from_signal(sig as i32);
+            let reason = format!(
+                "interrupted by {} before the first attempt",
+                classify::signal_name(sig as i32)
+            );
+            log.emit(&Event::Done {
+                end: event::End::Interrupted,
+                attempts: 0,
+                max: config.policy.max_attempts,
+                exit_code,
+                reason: &reason,
+            });
+            return Ended::early(exit_code, event::End::Interrupted);
+        }
+    }
+    log.emit(&Event::Start {
+        command: shown,
+        max: config.policy.max_attempts,
+        max_time: config.policy.max_time,
+        seed,
+    });
+    let shared = config.state.shared.clone();
+    let mut state = match state::Session::open(shared, log, signals, deadline).await {
+        Ok(s) => s,
+        Err(stop) => {
+            let end = stop_end(&stop);
+            return Ended::early(state_stopped(stop, log), end);
+        }
+    };
+    let finish = run::run(
+        &config.policy,
+        &mut attempt,
+        &run::TokioClock,
+        rng,
+        signals,
+        log,
+        &mut state,
+    )
+    .await;
+    // The breaker hears how the run ended, unless a signal ended it. A
+    // store too slow to hear it in time leaves the run's status as it is.
+    let mut stopped = None;
+    if finish.end != event::End::Interrupted {
+        let ok = finish.exit_code == exit::SUCCESS;
+        match state.finish(ok, log, signals).await {
+            Ok(()) | Err(state::Stop::Deadline) => {}
+            Err(stop) => stopped = Some(state_stopped(stop, log)),
+        }
+    }
+    let code = match stopped {
+        Some(code) => code,
+        None => deliver(&finish, attempt, log),
+    };
+    // A success the result could not be put in place for is a failure.
+    let end = match finish.end {
+        event::End::Success if code != exit::SUCCESS => event::End::Permanent,
+        end => end,
+    };
+    Ended {
+        code,
+        attempts: finish.attempts,
+        end,
+        last_status: (finish.attempts > 0).then_some(finish.status),
+        // Only the budget refuses once attempts have run (the breaker
+        // refuses before the first), and its refusal ends the run.
+        retries_refused: u32::from(finish.end == event::End::Refused && finish.attempts > 0),
+    }
+}
+
+/// How a run that shared state stopped before its first attempt ended.
+fn stop_end(stop: &state::Stop) -> event::End {
+    match stop {
+        state::Stop::Interrupted(_) => event::End::Interrupted,
+        state::Stop::Deadline => event::End::Deadline,
+        state::Stop::Refused(_) => event::End::Refused,
+        state::Stop::Failed(_) => event::End::Permanent,
+    }
 }
 
 /// Shared state ended the run before it began, or after it ended.

@@ -32,7 +32,9 @@ mod entry {
     extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
         // std::env::args_os still works: on glibc std reads the arguments from
         // its own .init_array entry.
-        open_closed_standard_fds();
+        // A closed standard descriptor is opened on /dev/null (as std does),
+        // so no file retry opens can take its number; children get it closed.
+        retry_tool::stdio::protect_closed();
         // As std does: a closed pipe is an EPIPE error on write, not death.
         // SAFETY: setting a disposition to "ignore" installs no handler code.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
@@ -40,27 +42,5 @@ mod entry {
         let code = std::panic::catch_unwind(retry_tool::main_entry).unwrap_or(101);
         let _ = std::io::stdout().flush();
         c_int::from(code)
-    }
-
-    /// A standard descriptor the parent left closed is opened on /dev/null (as
-    /// std does), so no file retry opens can take its number, and recorded
-    /// as closed (HTTP mode cannot deliver a body to a closed stdout).
-    fn open_closed_standard_fds() {
-        let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
-            fd,
-            events: 0,
-            revents: 0,
-        });
-        // SAFETY: poll reads and writes only the three entries given.
-        if unsafe { libc::poll(fds.as_mut_ptr(), 3, 0) } < 0 {
-            return;
-        }
-        for pfd in fds {
-            if pfd.revents & libc::POLLNVAL != 0 {
-                // SAFETY: a plain open(2); the lowest free number is the closed one.
-                unsafe { libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) };
-                retry_tool::stdio::record_closed(pfd.fd);
-            }
-        }
     }
 }

@@ -409,6 +409,30 @@ fn json_members(s: &str) -> String {
     out
 }
 
+/// A URL whose path is itself the secret, as a heartbeat monitor's
+/// (`https://hc-ping.com/UUID`): only the scheme and host are shown, the
+/// rest becomes `/***`, and user info `***@`.
+pub fn url_host_only(u: &str) -> String {
+    let Some(scheme_end) = u.find("://") else {
+        return MASK.to_string();
+    };
+    let after = scheme_end + 3;
+    let rest = &u[after..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    let host = match authority.rfind('@') {
+        Some(at) => format!("{MASK}@{}", &authority[at + 1..]),
+        None => authority.to_string(),
+    };
+    let tail = &rest[authority_end..];
+    let hidden = if tail.is_empty() || tail == "/" {
+        tail
+    } else {
+        "/***"
+    };
+    format!("{}{host}{hidden}", &u[..after])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -704,5 +728,20 @@ mod tests {
             urls_within("see 'https://a:b@h/p?token=x' and http://h/?key=v&q=1"),
             "see 'https://a:***@h/p?token=***' and http://h/?key=***&q=1"
         );
+    }
+
+    #[test]
+    fn a_url_whose_path_is_the_secret_shows_only_its_host() {
+        assert_eq!(
+            url_host_only("https://hc-ping.com/0e5b7f2a-uuid/start?rid=1"),
+            "https://hc-ping.com/***"
+        );
+        assert_eq!(
+            url_host_only("http://user:pw@127.0.0.1:8000/ping/key/slug"),
+            "http://***@127.0.0.1:8000/***"
+        );
+        assert_eq!(url_host_only("https://h:1/"), "https://h:1/");
+        assert_eq!(url_host_only("https://h"), "https://h");
+        assert_eq!(url_host_only("no scheme/secret"), "***");
     }
 }

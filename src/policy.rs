@@ -18,9 +18,11 @@ use crate::retry_policy::Policy;
 mod duration;
 mod http;
 mod log;
+mod monitor;
 mod process;
 mod retries;
 mod sim;
+mod size;
 mod state;
 use duration::{Dur, DurError};
 pub use http::{parse_header, parse_statuses};
@@ -93,6 +95,7 @@ const SEED_FORM: &str = "a whole number from 0 to 9007199254740991 (2^53 - 1)";
 const SIGNAL_FORM: &str =
     "a signal name or number, such as TERM, SIGINT, RTMIN+2 or 9 (see 'kill -l')";
 const LIST_FORM: &str = "exit codes and ranges from 0 to 255, such as 1,75,100-110";
+const SIZE_FORM: &str = "a size in bytes with an optional unit, such as 500K, 64M or 2G (powers of 1024; KB, MB, GB: of 1000), or inf for no limit";
 
 /// What the invocation asks for.
 #[derive(Debug, Clone, PartialEq)]
@@ -175,6 +178,7 @@ impl Config {
         }
         let command = std::mem::take(&mut cli.command);
         let mode = mode(command, cli.dry_run, request, sim, state.show)?;
+        let finish = monitor::options(&cli, &names, &mode, state.show)?;
         Ok(Config {
             mode,
             policy,
@@ -183,7 +187,7 @@ impl Config {
             nesting,
             warn_nested: nested && !nested_single,
             state,
-            finish: FinishOptions::default(),
+            finish,
         })
     }
 }
@@ -323,6 +327,7 @@ pub fn accepted_form(id: &str) -> Option<&'static str> {
         "multiplier" => "a number of at least 1, such as 2 or 1.5",
         "seed" => SEED_FORM,
         "stop_signal" => SIGNAL_FORM,
+        "replay_stdin_max" => SIZE_FORM,
         "retry_on" | "stop_on" | "success_on" => LIST_FORM,
         "retry_if_output" | "stop_if_output" => "a regular expression (regex crate syntax)",
         _ => return None,

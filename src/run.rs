@@ -9,9 +9,12 @@ use std::time::{Duration, Instant};
 
 use rand::Rng;
 
-use crate::attempt::{Attempt, Context};
+use crate::attempt::{Attempt, Context, Unready};
 use crate::backoff::Backoff;
-use crate::classify::{Limit, Status, Verdict, classify_with_output, explain_with_output};
+use crate::classify::{
+    Limit, Status, Verdict, classify_with_output, explain_reader_gone, explain_with_output,
+    with_reader_gone,
+};
 use crate::event::{End, Event, Sink, Wait};
 use crate::exit;
 use crate::human::{human, of_max};
@@ -35,9 +38,26 @@ impl Clock for TokioClock {
     }
 
     async fn sleep_until(&self, at: Instant) {
+        // Waiting is where retry spends its life: before a wait of a second
+        // or more, the heap's freed pages (flag parsing, the attempt's
+        // set-up) go back to the system, so that a sleeping retry holds only
+        // the memory it still uses.
+        if at.saturating_duration_since(Instant::now()) >= Duration::from_secs(1) {
+            release_free_heap();
+        }
         tokio::time::sleep_until(at.into()).await;
     }
 }
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn release_free_heap() {
+    // SAFETY: malloc_trim only hands whole free pages of the heap back to
+    // the system; nothing in use moves.
+    unsafe { nix::libc::malloc_trim(0) };
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn release_free_heap() {}
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,6 +92,13 @@ where
     let mut backoff = Backoff::new(policy.delay);
     let mut previous_exit = None;
     let mut number = 0u32;
+
+    // Before anything else: the attempts get ready (`--replay-stdin` reads
+    // stdin), under the deadline and signals; the breaker hears nothing of
+    // a run that ends here.
+    if let Err(why) = attempt.prepare(deadline, signals).await {
+        return unready(why, max, log);
+    }
 
     // Hook 1: the group's circuit breaker may refuse the whole run.
     match state.admit(log, signals, deadline).await {
@@ -127,7 +154,12 @@ where
         for note in &details.notes {
             log.emit(&Event::Note { message: note });
         }
-        let verdict = classify_with_output(&status, &details.output, &policy.rules);
+        let judged = classify_with_output(&status, &details.output, &policy.rules);
+        let verdict = if details.reader_gone {
+            with_reader_gone(judged)
+        } else {
+            judged
+        };
         previous_exit = Some(exit::code(&status, Verdict::Retryable));
 
         let finish = |end, reason: &str, log: &mut S, status: Status| {
@@ -192,6 +224,9 @@ where
                         End::Deadline,
                         "--max-time ran out during the attempt".to_string(),
                     ),
+                    _ if judged == Verdict::Retryable => {
+                        (End::Permanent, explain_reader_gone(&status))
+                    }
                     _ => (
                         End::Permanent,
                         explain_with_output(&status, &details.output, &policy.rules),
@@ -316,57 +351,71 @@ fn stopped<S: Sink>(stop: Stop, attempts: u32, max: Option<u32>, log: &mut S) ->
     let (end, status, reason) = match stop {
         Stop::Interrupted(sig) => return interrupted_in_wait(sig as i32, attempts, max, log),
         Stop::Refused(why) => (End::Refused, Status::Exited(exit::REFUSED.into()), why),
-        Stop::Deadline => (
-            End::Deadline,
-            Status::TimedOut {
-                limit: Limit::Deadline,
-                after: Duration::ZERO,
-            },
-            STORE_DEADLINE.to_string(),
-        ),
+        Stop::Deadline => (End::Deadline, past_deadline(), STORE_DEADLINE.to_string()),
         Stop::Failed(why) => (End::Permanent, Status::Exited(exit::INTERNAL.into()), why),
     };
-    let exit_code = exit::code(&status, Verdict::Permanent);
-    log.emit(&Event::Done {
-        end,
-        attempts,
-        max,
-        exit_code,
-        reason: &reason,
-    });
-    Finish {
-        status,
-        end,
-        attempts,
-        exit_code,
-    }
+    ended(end, status, &reason, attempts, max, log)
+}
+
+/// The run ends before its first attempt: the attempts could not get ready.
+fn unready<S: Sink>(why: Unready, max: Option<u32>, log: &mut S) -> Finish {
+    let (end, status, reason) = match why {
+        Unready::Deadline(reason) => (End::Deadline, past_deadline(), reason),
+        Unready::Interrupted(sig, reason) => {
+            (End::Interrupted, Status::Interrupted(sig as i32), reason)
+        }
+        Unready::Failed(reason) => (
+            End::Permanent,
+            Status::Exited(exit::INTERNAL.into()),
+            reason,
+        ),
+    };
+    ended(end, status, &reason, 0, max, log)
 }
 
 fn interrupted_in_wait<S: Sink>(sig: i32, attempts: u32, max: Option<u32>, log: &mut S) -> Finish {
-    let status = Status::Interrupted(sig);
-    let exit_code = exit::code(&status, Verdict::Permanent);
     let reason = format!(
         "interrupted by {} while waiting to start attempt {}",
         crate::classify::signal_name(sig),
         of_max(attempts + 1, max)
     );
+    let status = Status::Interrupted(sig);
+    ended(End::Interrupted, status, &reason, attempts, max, log)
+}
+
+/// The status of a run that `--max-time` ended between attempts.
+fn past_deadline() -> Status {
+    Status::TimedOut {
+        limit: Limit::Deadline,
+        after: Duration::ZERO,
+    }
+}
+
+/// The run ends outside an attempt's verdict: log it and say how.
+fn ended<S: Sink>(
+    end: End,
+    status: Status,
+    reason: &str,
+    attempts: u32,
+    max: Option<u32>,
+    log: &mut S,
+) -> Finish {
+    let exit_code = exit::code(&status, Verdict::Permanent);
     log.emit(&Event::Done {
-        end: End::Interrupted,
+        end,
         attempts,
         max,
         exit_code,
-        reason: &reason,
+        reason,
     });
     Finish {
         status,
-        end: End::Interrupted,
+        end,
         attempts,
         exit_code,
     }
 }
 
-/// The earlier of two optional limits; on a tie the overall deadline wins,
-/// since nothing can be retried after it.
 fn earliest(a: Option<(Instant, Limit)>, b: Option<(Instant, Limit)>) -> Option<(Instant, Limit)> {
     match (a, b) {
         (Some(x), Some(y)) => Some(if y.0 <= x.0 { y } else { x }),

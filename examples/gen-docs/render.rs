@@ -70,7 +70,8 @@ fn storm() -> Vec<u8> {
     let seed = config.policy.seed.expect("the chart's flags give a seed");
     let runs = retry_tool::sim::cmd::runs(&config.policy, sim, || retry_tool::rng::seeded(seed));
     let title = retry_tool::sim::cmd::heading(&config.policy, sim, seed);
-    retry_tool::sim::plot::svg(&title, &runs, retry_tool::sim::cmd::model(sim).recovery())
+    let frame = retry_tool::sim::cmd::frame(&title, &config.policy, sim);
+    retry_tool::sim::plot::svg(&frame, &runs)
         .expect("drawing to memory cannot fail")
         .into_bytes()
 }

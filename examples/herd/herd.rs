@@ -219,9 +219,54 @@ fn listener(clients: usize) -> std::io::Result<TcpListener> {
     Ok(socket.into())
 }
 
+/// Start the herd's clients against `url`, all at once: `retry --http URL
+/// -v --log-format json POLICY SHARED --seed SEED+i`, each logging to its
+/// own file in `p.logs`.
+pub fn spawn(p: &Params, url: &str) -> std::io::Result<Vec<(Child, PathBuf)>> {
+    std::fs::create_dir_all(&p.logs)?;
+    let mut children: Vec<(Child, PathBuf)> = Vec::with_capacity(p.clients);
+    for i in 0..p.clients {
+        let log = p.logs.join(format!("client-{i}.jsonl"));
+        // A clean environment: no RETRY_* settings, no proxy for loopback.
+        let child = Command::new(&p.retry)
+            .env_clear()
+            .args(["--http", url, "-v", "--log-format", "json"])
+            .args(&p.policy)
+            .args(&p.shared)
+            .args(["--seed", &(p.seed + i as u64).to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log)?)
+            .spawn()?;
+        children.push((child, log));
+    }
+    Ok(children)
+}
+
+/// Every client's exit status (-1: killed after three minutes).
+pub fn wait(children: &mut [(Child, PathBuf)]) -> std::io::Result<Vec<i32>> {
+    let deadline = Instant::now() + Duration::from_secs(180);
+    let mut codes = Vec::with_capacity(children.len());
+    for (child, _) in children.iter_mut() {
+        loop {
+            if let Some(status) = child.try_wait()? {
+                codes.push(status.code().unwrap_or(-1));
+                break;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                codes.push(-1);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    Ok(codes)
+}
+
 /// Run one herd. Panics only on failures of the machinery itself.
 pub fn run(p: &Params) -> std::io::Result<Herd> {
-    std::fs::create_dir_all(&p.logs)?;
     let listener = listener(p.clients)?;
     let addr = listener.local_addr()?;
     let server = Arc::new(Server {
@@ -251,22 +296,7 @@ pub fn run(p: &Params) -> std::io::Result<Herd> {
     };
 
     let url = format!("http://{addr}/");
-    let mut children: Vec<(Child, PathBuf)> = Vec::with_capacity(p.clients);
-    for i in 0..p.clients {
-        let log = p.logs.join(format!("client-{i}.jsonl"));
-        // A clean environment: no RETRY_* settings, no proxy for loopback.
-        let child = Command::new(&p.retry)
-            .env_clear()
-            .args(["--http", &url, "-v", "--log-format", "json"])
-            .args(&p.policy)
-            .args(&p.shared)
-            .args(["--seed", &(p.seed + i as u64).to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log)?)
-            .spawn()?;
-        children.push((child, log));
-    }
+    let mut children = spawn(p, &url)?;
 
     // Memory: halfway through the outage every client is waiting.
     let release = loop {
@@ -282,23 +312,7 @@ pub fn run(p: &Params) -> std::io::Result<Herd> {
         .filter_map(|(c, _)| private_kib(c.id()))
         .collect();
 
-    let deadline = Instant::now() + Duration::from_secs(180);
-    let mut codes = Vec::with_capacity(p.clients);
-    for (child, _) in &mut children {
-        loop {
-            if let Some(status) = child.try_wait()? {
-                codes.push(status.code().unwrap_or(-1));
-                break;
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                codes.push(-1);
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
+    let codes = wait(&mut children)?;
     stop.store(true, Ordering::SeqCst);
     let _ = TcpStream::connect(addr);
     let _ = acceptor.join();

@@ -20,7 +20,7 @@ mod reply;
 pub mod request;
 mod resume;
 mod sink;
-mod tls;
+pub mod tls;
 
 use std::cell::Cell;
 use std::time::{Duration, Instant, SystemTime};

@@ -17,6 +17,7 @@ pub mod scan;
 mod spawn;
 pub mod stdin;
 mod terminal;
+mod watchdog;
 
 /// What the loop tells an attempt about the try it is making.
 #[derive(Debug, Clone, Copy)]
@@ -38,10 +39,33 @@ pub trait Attempt {
     /// attempt is stopped and reported as `Status::Interrupted`.
     fn run(&mut self, ctx: &Context, signals: &mut Signals) -> impl Future<Output = Status>;
 
+    /// Get ready before the first attempt (`--replay-stdin` reads stdin
+    /// here), giving way to `deadline` and to a terminating signal like
+    /// every other wait. Nothing has run yet when this fails.
+    fn prepare(
+        &mut self,
+        _deadline: Option<Instant>,
+        _signals: &mut Signals,
+    ) -> impl Future<Output = Result<(), Unready>> {
+        std::future::ready(Ok(()))
+    }
+
     /// What the last attempt reported besides its status, taken once.
     fn details(&mut self) -> Details {
         Details::default()
     }
+}
+
+/// Why the attempts could not get ready: the run ends before the first.
+/// Each carries the reason for the log's last line.
+#[derive(Debug)]
+pub enum Unready {
+    /// `--max-time` ran out (exit 124).
+    Deadline(String),
+    /// A terminating signal came (exit 128+N).
+    Interrupted(nix::sys::signal::Signal, String),
+    /// retry's own failure (exit 125).
+    Failed(String),
 }
 
 /// What an attempt reports besides its status.
@@ -54,4 +78,7 @@ pub struct Details {
     pub notes: Vec<String>,
     /// What the output matched, with `--retry-if-output`/`--stop-if-output`.
     pub output: OutputMatch,
+    /// retry's own stdout is a pipe whose reader has gone: whatever another
+    /// attempt printed would go nowhere.
+    pub reader_gone: bool,
 }

@@ -5,8 +5,9 @@
 //! (with SIGCONT, so a stopped group ends too), then KILL after the grace
 //! period. When the main process ends, whatever it left in its group is
 //! stopped the same way, and every child retry inherits as a subreaper is
-//! reaped, so no zombie holds cleanup up. The child dies with retry, even
-//! when retry is killed with SIGKILL. On a terminal the attempt's group gets
+//! reaped, so no zombie holds cleanup up. The group dies with retry, even
+//! when retry is killed with SIGKILL: the main process by its parent-death
+//! signal, the rest by the `watchdog`. On a terminal the attempt's group gets
 //! the foreground while it runs (see `terminal`). stdout and stderr are
 //! inherited: the child writes to them directly, unless output patterns are
 //! given; then they pass through the `output` pump, which is stopped once
@@ -26,11 +27,13 @@ use super::children::{Change, count_group, group_alive, reap};
 use super::output::Pump;
 use super::scan::Patterns;
 use super::spawn::{Spawn, spawn};
-use super::stdin::StdinSource;
+use super::stdin::{StdinSource, capture_stdin};
 use super::terminal::Terminal;
-use super::{Attempt, Context, Details};
+use super::watchdog;
+use super::{Attempt, Context, Details, Unready};
 use crate::classify::{Limit, OutputMatch, Status};
 use crate::signals::{Signals, handled, is_terminating, sigpipe_ignored_at_start, suspend_self};
+use crate::stdio::{closed_at_start, stdout_reader_gone};
 
 /// How attempts are run as processes, as validated from the flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +43,8 @@ pub struct ProcessOptions {
     pub kill_after: Duration,
     pub foreground: bool,
     pub replay_stdin: bool,
+    /// `--replay-stdin-max`: the most stdin is read for replay; None: no limit.
+    pub replay_max: Option<u64>,
     /// `--retry-if-output`/`--stop-if-output`: None leaves the child's
     /// output alone.
     pub output: Option<Patterns>,
@@ -63,12 +68,7 @@ pub struct ProcessAttempt {
 }
 
 impl ProcessAttempt {
-    pub fn new(
-        command: Vec<OsString>,
-        opts: ProcessOptions,
-        depth: u32,
-        stdin: StdinSource,
-    ) -> Self {
+    pub fn new(command: Vec<OsString>, opts: ProcessOptions, depth: u32) -> Self {
         // Whatever the attempts fork and abandon is reparented to retry, to
         // be reaped and stopped here rather than linger under init.
         let _ = nix::sys::prctl::set_child_subreaper(true);
@@ -81,12 +81,19 @@ impl ProcessAttempt {
             command,
             opts,
             depth,
-            stdin,
+            stdin: StdinSource::Inherit,
             terminal,
             sigchld: None,
             caught: handled(),
             details: Details::default(),
         }
+    }
+}
+
+impl Drop for ProcessAttempt {
+    /// The attempts are over: end the watchdog, which has nothing to guard.
+    fn drop(&mut self) {
+        watchdog::stop();
     }
 }
 
@@ -129,6 +136,19 @@ impl Target {
 }
 
 impl Attempt for ProcessAttempt {
+    /// `--replay-stdin`: read stdin (unless retry was given it closed: then
+    /// every attempt gets it closed).
+    async fn prepare(
+        &mut self,
+        deadline: Option<Instant>,
+        signals: &mut Signals,
+    ) -> Result<(), Unready> {
+        if self.opts.replay_stdin && !closed_at_start()[0] {
+            self.stdin = capture_stdin(self.opts.replay_max, deadline, signals).await?;
+        }
+        Ok(())
+    }
+
     async fn run(&mut self, ctx: &Context, signals: &mut Signals) -> Status {
         self.details = Details::default();
         let Some((program, args)) = self.command.split_first() else {
@@ -163,6 +183,11 @@ impl Attempt for ProcessAttempt {
         if let Some(v) = crate::state::child_state_var() {
             env.push(("RETRY_STATE", v));
         }
+        if !foreground {
+            // Once per run; without it (no process slot to spare) only the
+            // attempt's main process dies with retry.
+            let _ = watchdog::start();
+        }
         let (stdin, feed) = match self.stdin.for_attempt() {
             Ok(s) => s,
             Err(e) => return Status::CannotStart(format!("cannot prepare stdin: {e}")),
@@ -177,16 +202,25 @@ impl Attempt for ProcessAttempt {
             },
         };
         let tty = self.terminal.as_ref().filter(|_| handed).map(Terminal::raw);
+        // A stream retry was given closed stays closed for the child: the
+        // output pump does not stand in for it.
+        let closed = closed_at_start();
         let spawned = spawn(&Spawn {
             program,
             args,
             env: &env,
             stdio: [
                 stdin.as_ref().map(AsRawFd::as_raw_fd),
-                ends.as_ref().map(|e| e.stdout.as_raw_fd()),
-                ends.as_ref().map(|e| e.stderr.as_raw_fd()),
+                ends.as_ref()
+                    .filter(|_| !closed[1])
+                    .map(|e| e.stdout.as_raw_fd()),
+                ends.as_ref()
+                    .filter(|_| !closed[2])
+                    .map(|e| e.stderr.as_raw_fd()),
             ],
+            closed,
             new_group: !foreground,
+            publish: (!foreground).then_some(&watchdog::GROUP),
             terminal: tty,
             sigpipe_ignored: sigpipe_ignored_at_start(),
             caught: &self.caught,
@@ -196,7 +230,10 @@ impl Attempt for ProcessAttempt {
         drop((stdin, ends));
         let pid = match spawned {
             Ok(pid) => pid,
-            Err(e) => return start_failure(&e, program),
+            Err(e) => {
+                watchdog::clear();
+                return start_failure(&e, program);
+            }
         };
         let started = Instant::now();
         let target = if foreground {
@@ -256,9 +293,8 @@ impl Attempt for ProcessAttempt {
             t.take_back_from(pid);
         }
         if let Target::Group(pgid) = target {
-            let left = self
-                .drain(pgid, stop.map(|(_, since)| since), ctx, signals)
-                .await;
+            let left = self.drain(pgid, stop, ctx, signals).await;
+            watchdog::clear();
             if left > 0 {
                 let plural = if left == 1 { "" } else { "es" };
                 self.details.notes.push(format!(
@@ -282,6 +318,10 @@ impl Attempt for ProcessAttempt {
             }
             self.details.output = output;
         }
+
+        // One poll: `retry -- producer | head` where the producer exits
+        // with a code of its own on EPIPE (Python's BrokenPipeError).
+        self.details.reader_gone = stdout_reader_gone();
 
         match (stop, ended) {
             (Some((Stop::Interrupt(sig), _)), _) => Status::Interrupted(sig as i32),
@@ -370,13 +410,14 @@ impl ProcessAttempt {
 
     /// Stop whatever is left in the attempt's process group after its main
     /// process ended: the stop signal at once (unless the group already had
-    /// it, at `stopped_at`), KILL when the grace period is over. A deadline
-    /// or a second interrupt cuts the grace short. Returns how many
+    /// it, from a timeout), KILL when the grace period is over (counted from
+    /// the timeout or interrupt that stopped the attempt, if one did). A
+    /// deadline or a second interrupt cuts the grace short. Returns how many
     /// processes were left.
     async fn drain(
         &mut self,
         pgid: Pid,
-        stopped_at: Option<Instant>,
+        stop: Option<(Stop, Instant)>,
         ctx: &Context,
         signals: &mut Signals,
     ) -> usize {
@@ -386,15 +427,22 @@ impl ProcessAttempt {
         }
         let left = count_group(pgid).unwrap_or(1);
         let target = Target::Group(pgid);
-        let since = stopped_at.unwrap_or_else(|| {
-            target.stop(self.opts.stop_signal);
-            Instant::now()
-        });
+        // After an interrupt the group had only the forwarded signal, which
+        // a background job of a shell ignores (SIGINT, SIGQUIT): it gets the
+        // stop signal too, rather than waiting for KILL.
+        match stop {
+            Some((Stop::Interrupt(sig), _)) if sig as i32 != self.opts.stop_signal => {
+                target.stop(self.opts.stop_signal);
+            }
+            Some(_) => {}
+            None => target.stop(self.opts.stop_signal),
+        }
+        let since = stop.map_or_else(Instant::now, |(_, since)| since);
         let mut kill_at = since.checked_add(self.opts.kill_after);
         if let Some((deadline, Limit::Deadline)) = ctx.deadline {
             kill_at = Some(kill_at.map_or(deadline, |k| k.min(deadline)));
         }
-        let mut interrupted = stopped_at.is_some() && signals.interrupted().is_some();
+        let mut interrupted = stop.is_some() && signals.interrupted().is_some();
         let mut killed_at: Option<Instant> = None;
         while let Some(sigchld) = self.sigchld.as_mut() {
             let kill_wake = if killed_at.is_some() { None } else { kill_at };

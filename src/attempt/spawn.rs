@@ -17,10 +17,12 @@
 //!    so no handler of retry's can run on the shared memory; it sets every
 //!    signal retry catches back to its default, and SIGPIPE to what retry's
 //!    own parent gave (std resets it to the default);
-//! 2. joins a new process group, unless asked not to;
+//! 2. joins a new process group, unless asked not to, and publishes its id
+//!    where it was asked to (for the watchdog);
 //! 3. asks for SIGKILL when retry dies, and gives up if retry already has;
 //! 4. takes the terminal's foreground, when given one (SIGTTOU is blocked);
-//! 5. moves the descriptors it was given onto 0, 1 and 2;
+//! 5. moves the descriptors it was given onto 0, 1 and 2, and closes those
+//!    of 0, 1 and 2 that retry itself was given closed;
 //! 6. unblocks every signal, as std does for a child;
 //! 7. execs the program found on PATH as execvp(3) would: every directory in
 //!    turn, a file that is not an executable format is run by /bin/sh, and
@@ -47,8 +49,14 @@ pub struct Spawn<'a> {
     /// Descriptors for the child's stdin, stdout and stderr; None inherits
     /// retry's own.
     pub stdio: [Option<RawFd>; 3],
+    /// Of the inherited ones, those to close in the child: retry was given
+    /// them closed (and holds /dev/null in their place).
+    pub closed: [bool; 3],
     /// Start a new process group (the attempt's), led by the child.
     pub new_group: bool,
+    /// Where the child writes its pid, the new group's id, before its exec
+    /// (for the watchdog: no window in which the group exists unpublished).
+    pub publish: Option<&'a AtomicI32>,
     /// The terminal whose foreground the child's new group takes.
     pub terminal: Option<RawFd>,
     /// Give the child SIGPIPE ignored (retry's parent ignored it), rather
@@ -79,7 +87,9 @@ struct Plan<'a> {
     sh_argv: Vec<*const c_char>,
     envp: Vec<*const c_char>,
     stdio: [Option<RawFd>; 3],
+    closed: [bool; 3],
     new_group: bool,
+    publish: Option<&'a AtomicI32>,
     terminal: Option<RawFd>,
     sigpipe: libc::sighandler_t,
     caught: &'a [c_int],
@@ -105,7 +115,9 @@ pub fn spawn(s: &Spawn) -> io::Result<Pid> {
         sh_argv: null_terminated([SHELL, SHELL].into_iter().chain(args.iter().map(|a| &**a))),
         envp: null_terminated(&env),
         stdio: s.stdio,
+        closed: s.closed,
         new_group: s.new_group,
+        publish: s.publish,
         terminal: s.terminal,
         sigpipe: if s.sigpipe_ignored {
             libc::SIG_IGN
@@ -181,6 +193,9 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
         if plan.new_group && libc::setpgid(0, 0) < 0 {
             return fail(plan);
         }
+        if let Some(slot) = plan.publish {
+            slot.store(libc::getpid(), Ordering::Release);
+        }
         // Die with retry, even when it is killed with SIGKILL; and if retry
         // is already gone, do not start at all.
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -201,6 +216,11 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
             };
             if moved < 0 {
                 return fail(plan);
+            }
+        }
+        for (fd, closed) in plan.closed.iter().enumerate() {
+            if *closed && plan.stdio[fd].is_none() {
+                libc::close(fd as c_int);
             }
         }
         let mut none: libc::sigset_t = std::mem::zeroed();
@@ -395,7 +415,9 @@ mod tests {
             args: &args,
             env: &[("RETRY_TEST_SPAWN", "7".into())],
             stdio: [None; 3],
+            closed: [false; 3],
             new_group: true,
+            publish: None,
             terminal: None,
             sigpipe_ignored: false,
             caught: &[],

@@ -3,13 +3,33 @@
 //!
 //! No attempt can change what the next one reads: each gets its own pipe, or
 //! its own read-only descriptor (with its own offset) of the spilled file.
+//!
+//! The capture is a wait like any other: it gives way to `--max-time` and to
+//! a terminating signal, and it is bounded by `--replay-stdin-max`, so that
+//! `yes | retry --replay-stdin ...` cannot fill the disk. The reading is
+//! done by a thread of its own, which a run that gives up leaves behind
+//! (blocked in a read, it ends with the process).
 
 use std::io::{self, PipeWriter, Read, Seek, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::sync::oneshot;
+
+use super::Unready;
+use crate::fsutil::{Dir, Rule};
+use crate::human::human_size;
+use crate::signals::Signals;
 
 /// stdin held in memory up to this size, in a private temp file beyond it.
 pub const REPLAY_MEMORY_LIMIT: usize = 8 * 1024 * 1024;
+
+/// `--replay-stdin-max` when not given: enough for any request body or
+/// upload a retry is usually wrapped around, and far from filling a disk
+/// (or, with /tmp on tmpfs, the memory).
+pub const REPLAY_DEFAULT_MAX: u64 = 1 << 30;
 
 /// What each attempt reads on stdin.
 #[derive(Debug)]
@@ -22,30 +42,138 @@ pub enum StdinSource {
     File(std::fs::File),
 }
 
+/// Why stdin could not be captured.
+#[derive(Debug)]
+pub enum CaptureError {
+    /// More than this many bytes came.
+    TooLarge(u64),
+    /// Reading stdin failed.
+    Read(io::Error),
+    /// The spool file could not be made or written.
+    Spool(String),
+}
+
+impl std::fmt::Display for CaptureError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CaptureError::TooLarge(max) => write!(
+                f,
+                "stdin is larger than --replay-stdin-max ({}): raise it with --replay-stdin-max SIZE, or inf for no limit",
+                human_size(*max)
+            ),
+            CaptureError::Read(e) => write!(f, "cannot read stdin for --replay-stdin: {e}"),
+            CaptureError::Spool(why) => write!(f, "cannot spill stdin for --replay-stdin: {why}"),
+        }
+    }
+}
+
+/// Capture retry's own stdin for `--replay-stdin`, at most `max` bytes
+/// (None: no limit), giving way to `deadline` and to a terminating signal.
+pub async fn capture_stdin(
+    max: Option<u64>,
+    deadline: Option<Instant>,
+    signals: &mut Signals,
+) -> Result<StdinSource, Unready> {
+    let (tx, rx) = oneshot::channel();
+    let reader = std::thread::Builder::new()
+        .name("stdin".into())
+        .spawn(move || {
+            let _ = tx.send(StdinSource::capture(io::stdin().lock(), max, spool));
+        });
+    if let Err(e) = reader {
+        return Err(Unready::Failed(format!(
+            "cannot read stdin for --replay-stdin: {e}"
+        )));
+    }
+    let until = async {
+        match deadline {
+            Some(at) => tokio::time::sleep_until(at.into()).await,
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        done = rx => match done {
+            Ok(Ok(source)) => Ok(source),
+            Ok(Err(e)) => Err(Unready::Failed(e.to_string())),
+            Err(_) => Err(Unready::Failed("cannot read stdin for --replay-stdin".into())),
+        },
+        () = until => Err(Unready::Deadline(
+            "--max-time ran out while reading stdin for --replay-stdin".into(),
+        )),
+        sig = signals.next_interrupt() => Err(Unready::Interrupted(
+            sig,
+            format!(
+                "interrupted by {} while reading stdin for --replay-stdin",
+                crate::classify::signal_name(sig as i32)
+            ),
+        )),
+    }
+}
+
+/// A new spool file: unnamed, 0600, in TMPDIR (or /tmp), which must be
+/// the caller's or root's and not writable by others unless sticky, as for
+/// any file retry writes.
+fn spool() -> Result<std::fs::File, String> {
+    let path = std::env::var_os("TMPDIR")
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+    let dir = Dir::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    dir.check(Rule::Output).map_err(|u| {
+        format!("the temporary directory {u}; set TMPDIR to a directory of your own")
+    })?;
+    dir.scratch_file(0o600)
+        .map_err(|e| format!("cannot create a temporary file in {}: {e}", path.display()))
+}
+
 impl StdinSource {
-    /// Read `input` to its end once, for `--replay-stdin`.
-    pub fn capture(mut input: impl Read) -> io::Result<StdinSource> {
+    /// Read `input` to its end once, for `--replay-stdin`: held in memory up
+    /// to [`REPLAY_MEMORY_LIMIT`], beyond it in the file `spool` makes;
+    /// refused past `max` bytes.
+    pub fn capture(
+        mut input: impl Read,
+        max: Option<u64>,
+        spool: impl FnOnce() -> Result<std::fs::File, String>,
+    ) -> Result<StdinSource, CaptureError> {
+        let mut spool = Some(spool);
         let mut buf = Vec::new();
         let mut chunk = vec![0u8; 64 * 1024];
+        let mut file: Option<std::fs::File> = None;
+        let mut total: u64 = 0;
         loop {
             let n = match input.read(&mut chunk) {
-                Ok(0) => return Ok(StdinSource::Memory(Arc::new(buf))),
+                Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
+                Err(e) => return Err(CaptureError::Read(e)),
             };
-            if buf.len() + n > REPLAY_MEMORY_LIMIT {
-                // Spill: memory stays flat however large the input is.
-                // tempfile() is unlinked at once and created 0600.
-                let mut file = tempfile::tempfile()?;
-                file.write_all(&buf)?;
-                file.write_all(&chunk[..n])?;
-                drop(buf);
-                io::copy(&mut input, &mut file)?;
-                return Ok(StdinSource::File(file));
+            total = total.saturating_add(n as u64);
+            if let Some(max) = max.filter(|&m| total > m) {
+                return Err(CaptureError::TooLarge(max));
             }
-            buf.extend_from_slice(&chunk[..n]);
+            let data = &chunk[..n];
+            match file.as_mut() {
+                Some(f) => f
+                    .write_all(data)
+                    .map_err(|e| CaptureError::Spool(e.to_string()))?,
+                None if buf.len() + n > REPLAY_MEMORY_LIMIT => {
+                    // Spill: memory stays flat however large the input is.
+                    let make = spool
+                        .take()
+                        .ok_or_else(|| CaptureError::Spool("spilled twice".into()))?;
+                    let mut f = make().map_err(CaptureError::Spool)?;
+                    f.write_all(&buf)
+                        .and_then(|()| f.write_all(data))
+                        .map_err(|e| CaptureError::Spool(e.to_string()))?;
+                    buf = Vec::new();
+                    file = Some(f);
+                }
+                None => buf.extend_from_slice(data),
+            }
         }
+        Ok(match file {
+            Some(f) => StdinSource::File(f),
+            None => StdinSource::Memory(Arc::new(buf)),
+        })
     }
 
     /// The child's stdin for one attempt (None: retry's own), and the end of
@@ -95,9 +223,35 @@ fn private_view(file: &std::fs::File) -> io::Result<std::fs::File> {
 mod tests {
     use super::*;
 
+    fn no_spool() -> Result<std::fs::File, String> {
+        Err("no spool here".into())
+    }
+
+    fn temp() -> Result<std::fs::File, String> {
+        tempfile::tempfile().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn more_than_the_limit_is_refused_in_memory_and_in_the_spool() {
+        let err = StdinSource::capture(&b"hello!"[..], Some(5), no_spool).expect_err("refused");
+        assert!(matches!(err, CaptureError::TooLarge(5)), "{err:?}");
+        let data = vec![1u8; REPLAY_MEMORY_LIMIT + 100];
+        let max = REPLAY_MEMORY_LIMIT as u64 + 99;
+        let err = StdinSource::capture(&data[..], Some(max), temp).expect_err("refused");
+        assert!(
+            err.to_string()
+                .starts_with("stdin is larger than --replay-stdin-max")
+        );
+        let err = StdinSource::capture(&data[..], None, no_spool).expect_err("no spool");
+        assert_eq!(
+            err.to_string(),
+            "cannot spill stdin for --replay-stdin: no spool here"
+        );
+    }
+
     #[test]
     fn small_stdin_stays_in_memory() {
-        let src = StdinSource::capture(&b"hello"[..]).expect("capture");
+        let src = StdinSource::capture(&b"hello"[..], Some(5), no_spool).expect("capture");
         match src {
             StdinSource::Memory(b) => assert_eq!(&b[..], b"hello"),
             other => panic!("expected memory, got {other:?}"),
@@ -107,7 +261,7 @@ mod tests {
     #[test]
     fn large_stdin_spills_to_a_file_and_each_view_starts_at_the_beginning() {
         let data = vec![7u8; REPLAY_MEMORY_LIMIT + 1];
-        let src = StdinSource::capture(&data[..]).expect("capture");
+        let src = StdinSource::capture(&data[..], None, temp).expect("capture");
         let StdinSource::File(f) = &src else {
             panic!("expected a file");
         };

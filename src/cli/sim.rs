@@ -29,7 +29,11 @@ pub struct SimArgs {
     )]
     pub outage: Option<String>,
 
-    /// The simulated server admits RATE requests a second (burst: 100ms worth), rejecting the rest
+    /// The simulated server admits RATE requests a second (a token bucket), rejecting the rest
+    ///
+    /// A token bucket: it refills at RATE and holds --capacity-burst requests
+    /// (100ms worth by default, at least 1); a request finding it empty fails.
+    /// With --outage, it opens full when the outage ends.
     #[arg(
         long,
         value_name = "RATE/s",
@@ -37,6 +41,19 @@ pub struct SimArgs {
         help_heading = "Simulation"
     )]
     pub capacity: Option<String>,
+
+    /// Requests --capacity admits at once, its bucket's depth [default: 100ms worth]
+    ///
+    /// 1 spaces admitted requests exactly 1/RATE apart and banks nothing while
+    /// the server is idle: nginx's limit_req without burst (limit_req with
+    /// burst=B nodelay is B+1).
+    #[arg(
+        long,
+        value_name = "N",
+        allow_hyphen_values = true,
+        help_heading = "Simulation"
+    )]
+    pub capacity_burst: Option<String>,
 
     /// Another server model: occ (each client reads a version, then writes it back; a write fails if another came in between)
     #[arg(
@@ -52,6 +69,10 @@ pub struct SimArgs {
     pub compare: bool,
 
     /// Report format of the simulation [default: text]
+    ///
+    /// json: one object with the server model and every policy parameter in
+    /// numbers, and one entry of figures per run (each field is described in
+    /// the user guide).
     #[arg(
         long,
         value_name = "FORMAT",
@@ -60,7 +81,12 @@ pub struct SimArgs {
     )]
     pub format: Option<FormatArg>,
 
-    /// Also draw the requests over time as an SVG picture in FILE
+    /// Also draw the load and the clients through over time as an SVG picture in FILE
+    ///
+    /// One row per run (per jitter kind with --compare) on shared axes: the
+    /// requests per 100ms on a log scale, and the share of clients through.
+    /// FILE is checked before the simulation runs; it cannot be the report's
+    /// own standard output.
     #[arg(
         long,
         value_name = "FILE.svg",

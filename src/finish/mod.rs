@@ -5,15 +5,26 @@
 //! the breaker or the budget, a signal), and hands it to each [`Output`]
 //! the flags asked for. The loop never learns which outputs exist; a run
 //! that asked for none pays nothing. Each output is a small module of its
-//! own, as each export format is in a benchmark tool.
+//! own, as each export format is in a benchmark tool: `textfile` and
+//! `push` (Prometheus metrics, rendered by `metrics`), `ping` (a heartbeat
+//! monitor), over the HTTP client of `client`.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::time::{Duration, Instant, SystemTime};
 
+use nix::sys::signal::Signal;
+
+use crate::classify::Status;
 use crate::event::End;
 use crate::log::Logger;
 use crate::signals::Signals;
+
+mod client;
+pub mod metrics;
+pub mod ping;
+mod push;
+mod textfile;
 
 /// What the end-of-run outputs know of a run: built once, read by all.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +39,10 @@ pub struct RunSummary {
     pub exit_code: u8,
     /// How the run ended.
     pub end: End,
+    /// The last attempt's status (`None` when no attempt ran).
+    pub last_status: Option<Status>,
+    /// Retries the group's retry budget refused (a refusal ends the run).
+    pub retries_refused: u32,
 }
 
 /// What an output may use while it does its work: the log, the signals (an
@@ -38,6 +53,9 @@ pub struct Ctx<'a> {
     pub signals: &'a mut Signals,
     /// `--max-time`'s deadline, if any.
     pub deadline: Option<Instant>,
+    /// A terminating signal that arrived while the outputs worked: the
+    /// outputs still to come skip their waits.
+    pub cut: Option<Signal>,
 }
 
 /// An output's work, on the run's single-threaded runtime.
@@ -56,7 +74,21 @@ pub trait Output {
 
 /// The end-of-run options, validated by `policy`. Empty: no output.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FinishOptions {}
+pub struct FinishOptions {
+    /// `--metrics-file`, `--metrics-push`.
+    pub metrics: Option<metrics::MetricsOptions>,
+    /// `--ping`.
+    pub ping: Option<ping::PingOptions>,
+}
+
+/// What the outputs need checked before anything runs (the metrics file's
+/// directory); the error is the usage-error line.
+pub fn check(options: &FinishOptions) -> Result<(), String> {
+    match options.metrics.as_ref().and_then(|m| m.file.as_deref()) {
+        Some(path) => textfile::check(path),
+        None => Ok(()),
+    }
+}
 
 /// The outputs of one run, in the order they run.
 #[derive(Default)]
@@ -67,8 +99,22 @@ pub struct Outputs {
 impl Outputs {
     /// The outputs `options` ask for.
     pub fn new(options: &FinishOptions) -> Outputs {
-        let FinishOptions {} = options;
-        Outputs::default()
+        let mut outputs = Outputs::default();
+        if let Some(m) = &options.metrics {
+            if let Some(path) = &m.file {
+                let mut labels = vec![("job".to_string(), m.job.clone())];
+                labels.extend(m.labels.iter().cloned());
+                outputs.push(Box::new(textfile::Textfile::new(path.clone(), labels)));
+            }
+            if let Some(url) = &m.push {
+                let push = push::Push::new(url.clone(), m.job.clone(), m.labels.clone());
+                outputs.push(Box::new(push));
+            }
+        }
+        if let Some(p) = &options.ping {
+            outputs.push(Box::new(ping::Ping::new(p)));
+        }
+        outputs
     }
 
     /// Adds an output at the end of the list.
@@ -138,6 +184,8 @@ mod tests {
             attempts: 3,
             exit_code: 0,
             end: End::Success,
+            last_status: None,
+            retries_refused: 0,
         };
         runtime.block_on(async {
             let mut log = Logger::stderr();
@@ -147,6 +195,7 @@ mod tests {
                 log: &mut log,
                 signals: &mut signals,
                 deadline: None,
+                cut: None,
             };
             outputs.started(&mut ctx).await;
             outputs.finished(&summary, &mut ctx).await;

@@ -113,6 +113,27 @@ fn the_named_fallback_is_renamed_into_place_or_removed() {
 }
 
 #[test]
+fn a_scratch_file_has_no_name_either_way() {
+    let t = tmp();
+    let dir = Dir::open(t.path()).unwrap();
+    let mode = Mode::from_bits_truncate(0o600);
+    let named = dir.named_temp_file(OsStr::new("spool"), mode).unwrap();
+    assert_eq!(names(t.path()).len(), 1);
+    let mut f = named.into_unnamed().unwrap();
+    assert!(names(t.path()).is_empty());
+    let mut g = dir.scratch_file(0o600).unwrap();
+    assert!(names(t.path()).is_empty());
+    for file in [&mut f, &mut g] {
+        file.write_all(b"kept").unwrap();
+        file.rewind().unwrap();
+        let mut back = String::new();
+        file.read_to_string(&mut back).unwrap();
+        assert_eq!(back, "kept");
+        assert_eq!(file.metadata().unwrap().mode() & 0o777, 0o600);
+    }
+}
+
+#[test]
 fn the_fallback_name_is_unique_and_removed() {
     let a = temp_name(OsStr::new("x"));
     let b = temp_name(OsStr::new("x"));

@@ -16,6 +16,7 @@
 mod annotations;
 mod countdown;
 mod json;
+mod tail;
 mod text;
 
 use std::io::{IsTerminal, Write};
@@ -24,6 +25,7 @@ use std::time::{Duration, Instant};
 
 pub use countdown::Countdown;
 pub use json::outcome;
+pub use tail::Tail;
 
 use crate::classify::Verdict;
 use crate::event::{End, Event, Sink};
@@ -277,6 +279,23 @@ impl Logger {
             return Countdown::none();
         }
         Countdown::start(wait, next_attempt, max, self.extras.color)
+    }
+
+    /// Keeps the log's last `limit` bytes from now on, as text with every
+    /// event, whatever the log's own format and verbosity (`--ping-log`).
+    pub fn keep_tail(&mut self, limit: usize) -> Tail {
+        let tail = Tail::new(limit);
+        // First: the last channel is stderr's, which annotations follow.
+        self.channels.insert(
+            0,
+            Channel {
+                format: LogFormat::Text,
+                verbosity: i8::MAX,
+                color: false,
+                sink: Box::new(tail.clone()),
+            },
+        );
+        tail
     }
 
     /// retry's own failure, in the log's format: `retry: MESSAGE` or an

@@ -1,12 +1,15 @@
 //! The flags of how a COMMAND's attempts run as processes: `--stop-signal`,
-//! `--kill-after`, `--foreground`, `--replay-stdin` and the output patterns
-//! (`--retry-if-output`, `--stop-if-output`).
+//! `--kill-after`, `--foreground`, `--replay-stdin` (and its
+//! `--replay-stdin-max`) and the output patterns (`--retry-if-output`,
+//! `--stop-if-output`).
 
 use std::time::Duration;
 
-use super::{Inf, Names, SIGNAL_FORM, UsageError, duration, invalid};
+use super::size::{self, Size, SizeError};
+use super::{Inf, Names, SIGNAL_FORM, SIZE_FORM, UsageError, duration, invalid};
 use crate::attempt::process::ProcessOptions;
 use crate::attempt::scan::Patterns;
+use crate::attempt::stdin::REPLAY_DEFAULT_MAX;
 use crate::cli::Cli;
 
 /// `--stop-signal`, TERM when not given.
@@ -54,17 +57,59 @@ pub(super) fn options(
         .unwrap_or(Duration::from_secs(5)),
         foreground: cli.foreground,
         replay_stdin: cli.replay_stdin,
+        replay_max: replay_max(cli, names)?,
         output,
     })
 }
 
+/// `--replay-stdin-max`: the most stdin `--replay-stdin` reads before it
+/// gives up; None for no limit. The flag without `--replay-stdin` would do
+/// nothing and is refused; the variable, set for a whole session, is not.
+fn replay_max(cli: &Cli, names: &Names) -> Result<Option<u64>, UsageError> {
+    let id = "replay_stdin_max";
+    let Some(s) = cli.replay_stdin_max.as_deref() else {
+        return Ok(Some(REPLAY_DEFAULT_MAX));
+    };
+    let name = names.of(id, "--replay-stdin-max");
+    let max = match size::parse(s) {
+        Ok(Size::Bytes(n)) => Some(n),
+        Ok(Size::Unlimited) => None,
+        Err(SizeError::Zero) => {
+            return Err(invalid(
+                &name,
+                s,
+                &format!("a size above zero: {SIZE_FORM}"),
+            ));
+        }
+        Err(SizeError::TooLarge) => {
+            return Err(invalid(
+                &name,
+                s,
+                "a size of at most 16 EiB, such as 64M, or inf for no limit",
+            ));
+        }
+        Err(SizeError::Invalid) => return Err(invalid(&name, s, SIZE_FORM)),
+    };
+    if !cli.replay_stdin && !names.came_from_env(id) {
+        return Err(UsageError(
+            "--replay-stdin-max has no effect without --replay-stdin".to_string(),
+        ));
+    }
+    Ok(max)
+}
+
 /// The process flags given on the command line, by name: none of them has
 /// any effect where no process runs (`--http`, `--simulate`).
-pub(super) fn given(cli: &Cli) -> [(&'static str, bool); 4] {
+pub(super) fn given(cli: &Cli) -> [(&'static str, bool); 5] {
+    let from_env = Names(&cli.from_env).came_from_env("replay_stdin_max");
     [
         ("--stop-signal", cli.stop_signal.is_some()),
         ("--kill-after", cli.kill_after.is_some()),
         ("--foreground", cli.foreground),
         ("--replay-stdin", cli.replay_stdin),
+        (
+            "--replay-stdin-max",
+            cli.replay_stdin_max.is_some() && !from_env,
+        ),
     ]
 }

@@ -121,6 +121,26 @@ fn delay(cli: &Cli, names: &Names) -> Result<(DelayPolicy, Option<Duration>), Us
             max: jitter_max.unwrap_or(Duration::from_secs(1)),
         },
     };
+    // --compare runs every jitter kind: a kind given on the command line
+    // would do nothing (RETRY_JITTER, meant for real runs, is let be).
+    if cli.sim.compare && cli.jitter.is_some() && !cli.from_env.iter().any(|(id, _)| id == "jitter")
+    {
+        return Err(UsageError(format!(
+            "{jitter_name} has no effect with --compare, which runs every jitter kind: drop one or the other"
+        )));
+    }
+    if jitter_max.is_some_and(|m| m > cap) {
+        return Err(UsageError(format!(
+            "{} ({}) is above {} ({}): the random part cannot be longer than the longest wait",
+            names.of("jitter_max", "--jitter-max"),
+            cli.jitter_max.as_deref().unwrap_or_default().trim(),
+            names.of("cap", "--cap"),
+            cli.cap.as_deref().map_or_else(
+                || format!("{}, the default", humantime::format_duration(cap)),
+                |c| c.trim().to_string()
+            )
+        )));
+    }
     // --compare runs additive jitter too, so --jitter-max has an effect there.
     if jitter_max.is_some() && !matches!(jitter, Jitter::Additive { .. }) && !cli.sim.compare {
         return Err(UsageError(format!(

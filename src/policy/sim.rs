@@ -33,8 +33,13 @@ pub struct SimOptions {
 pub enum Server {
     /// `--outage DUR`: every request before `until` fails.
     Outage { until: Duration },
-    /// `--capacity RATE/s`, requests per second, after `--outage` if given.
-    Capacity { rate: f64, outage: Option<Duration> },
+    /// `--capacity RATE/s`, requests per second, with `--capacity-burst`
+    /// (None: the default, 100 ms worth), after `--outage` if given.
+    Capacity {
+        rate: f64,
+        burst: Option<u32>,
+        outage: Option<Duration>,
+    },
     /// `--model occ`.
     Occ,
 }
@@ -46,6 +51,7 @@ pub fn from_args(args: &SimArgs) -> Result<Option<SimOptions>, UsageError> {
         for (flag, given) in [
             ("--outage", args.outage.is_some()),
             ("--capacity", args.capacity.is_some()),
+            ("--capacity-burst", args.capacity_burst.is_some()),
             ("--model", args.model.is_some()),
             ("--compare", args.compare),
             ("--format", args.format.is_some()),
@@ -87,6 +93,23 @@ pub fn from_args(args: &SimArgs) -> Result<Option<SimOptions>, UsageError> {
             })
         })
         .transpose()?;
+    let burst = args
+        .capacity_burst
+        .as_deref()
+        .map(|s| match s.trim().parse::<u32>() {
+            Ok(n) if n >= 1 => Ok(n),
+            _ => Err(invalid(
+                "--capacity-burst",
+                s,
+                "a whole number of requests of at least 1",
+            )),
+        })
+        .transpose()?;
+    if burst.is_some() && capacity.is_none() {
+        return Err(UsageError(
+            "--capacity-burst applies only to --capacity RATE/s: add --capacity".to_string(),
+        ));
+    }
     if let Some(plot) = &args.plot {
         path_arg("--plot", plot, "an SVG file name such as herd.svg")?;
     }
@@ -98,7 +121,11 @@ pub fn from_args(args: &SimArgs) -> Result<Option<SimOptions>, UsageError> {
                     .to_string(),
             ));
         }
-        (None, outage, Some(rate)) => Server::Capacity { rate, outage },
+        (None, outage, Some(rate)) => Server::Capacity {
+            rate,
+            burst,
+            outage,
+        },
         (None, Some(until), None) => Server::Outage { until },
         (None, None, None) => {
             return Err(UsageError(
@@ -212,6 +239,7 @@ mod tests {
             simulate: simulate.map(str::to_string),
             outage: None,
             capacity: None,
+            capacity_burst: None,
             model: None,
             compare: false,
             format: None,
@@ -238,8 +266,39 @@ mod tests {
             o.model,
             Server::Capacity {
                 rate: 20.0,
+                burst: None,
                 outage: Some(Duration::from_secs(5))
             }
+        );
+        let mut a = args(Some("10"));
+        a.capacity = Some("20/s".into());
+        a.capacity_burst = Some("1".into());
+        let o = from_args(&a).expect("valid").expect("some");
+        assert_eq!(
+            o.model,
+            Server::Capacity {
+                rate: 20.0,
+                burst: Some(1),
+                outage: None
+            }
+        );
+        let mut a = args(Some("10"));
+        a.capacity_burst = Some("1".into());
+        a.outage = Some("1s".into());
+        assert!(
+            from_args(&a)
+                .expect_err("no capacity")
+                .0
+                .contains("--capacity-burst")
+        );
+        let mut a = args(Some("10"));
+        a.capacity = Some("20/s".into());
+        a.capacity_burst = Some("0".into());
+        assert!(
+            from_args(&a)
+                .expect_err("zero")
+                .0
+                .contains("--capacity-burst")
         );
         let mut a = args(Some("10"));
         a.model = Some(ModelArg::Occ);

@@ -1,12 +1,11 @@
 //! The wiring of `--simulate`: run the simulation (once, or once per jitter
 //! kind with `--compare`), print the report on stdout and draw `--plot`.
-//! The only part of `sim` that does I/O.
+//! With `plotfile`, the only part of `sim` that does I/O.
 
 use std::io::Write;
 use std::time::Duration;
 
 use rand::Rng;
-use serde::Serialize;
 
 use super::report::{self, Summary};
 use super::{Fleet, Model, Outcome, Quiet, simulate_fleet};
@@ -17,15 +16,6 @@ use crate::human::human;
 use crate::log::Logger;
 use crate::policy::{Config, Server, SimOptions};
 use crate::retry_policy::Policy;
-
-/// The JSON report.
-#[derive(Serialize)]
-struct Json<'a> {
-    clients: u32,
-    model: String,
-    seed: u64,
-    runs: &'a [Summary],
-}
 
 /// Keeps a lone client's waits, for the report.
 #[derive(Default)]
@@ -45,7 +35,15 @@ impl Sink for Waits {
 pub fn model(sim: &SimOptions) -> Model {
     match sim.model {
         Server::Outage { until } => Model::Outage { until },
-        Server::Capacity { rate, outage } => Model::Capacity { rate, outage },
+        Server::Capacity {
+            rate,
+            burst,
+            outage,
+        } => Model::Capacity {
+            rate,
+            burst,
+            outage,
+        },
         Server::Occ => Model::Occ,
     }
 }
@@ -142,6 +140,15 @@ pub fn heading(policy: &Policy, sim: &SimOptions, seed: u64) -> String {
     )
 }
 
+/// What the picture shows besides the runs.
+pub fn frame<'a>(title: &'a str, policy: &Policy, sim: &SimOptions) -> super::plot::Frame<'a> {
+    super::plot::Frame {
+        title,
+        recovery: model(sim).recovery(),
+        stagger: policy.stagger,
+    }
+}
+
 /// What the clients share, for the heading ("" when nothing).
 fn shared(fleet: &Fleet) -> String {
     let mut s = String::new();
@@ -175,16 +182,19 @@ fn chart_width() -> usize {
 /// `retry --simulate`: the report on stdout, exit 0.
 pub fn main<R: Rng, F: Fn() -> R>(config: &Config, sim: &SimOptions, seed: u64, rng: F) -> u8 {
     let policy = &config.policy;
+    // The picture's file is settled before the run, which can take seconds.
+    let plot = match sim.plot.as_deref().map(super::plotfile::open).transpose() {
+        Ok(p) => p,
+        Err(e) => {
+            Logger::stderr().error(&e);
+            return exit::USAGE;
+        }
+    };
     let runs = runs(policy, sim, rng);
     let recovery = model(sim).recovery();
     let text = if sim.json {
         let summaries: Vec<Summary> = runs.iter().map(|(s, _)| s.clone()).collect();
-        let json = Json {
-            clients: sim.clients,
-            model: model(sim).describe(),
-            seed,
-            runs: &summaries,
-        };
+        let json = super::json::Report::of(policy, sim, &model(sim), seed, &summaries);
         match serde_json::to_string_pretty(&json) {
             Ok(s) => s + "\n",
             Err(e) => {
@@ -202,11 +212,15 @@ pub fn main<R: Rng, F: Fn() -> R>(config: &Config, sim: &SimOptions, seed: u64, 
             report::text(&head, s, o, width, recovery)
         }
     };
-    if let Some(path) = &sim.plot
-        && let Err(e) = super::plot::write(path, &heading(policy, sim, seed), &runs, recovery)
-    {
-        Logger::stderr().error(&format!("cannot write --plot {}: {e}", path.display()));
-        return exit::INTERNAL;
+    if let Some(file) = plot {
+        let title = heading(policy, sim, seed);
+        let path = file.path().to_path_buf();
+        let written =
+            super::plot::svg(&frame(&title, policy, sim), &runs).and_then(|svg| file.write(&svg));
+        if let Err(e) = written {
+            Logger::stderr().error(&format!("cannot write --plot {}: {e}", path.display()));
+            return exit::INTERNAL;
+        }
     }
     let mut out = std::io::stdout().lock();
     match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {

@@ -7,15 +7,18 @@
 //! to a [`Sink`] like the real loop's log. Pure: virtual time is a
 //! `Duration` since the start, and the RNG is the caller's. `--dry-run` is
 //! this simulation with one client and a server that always fails. Only
-//! `cmd` (printing the report) and `plot` (writing the picture) do I/O.
+//! `cmd` (printing the report) and `plotfile` (writing the picture) do I/O.
+//!
+//! Built for a million clients: each is a few dozen bytes, the event queue
+//! (`queue`) costs the same per event whatever the fleet's size, and the
+//! figures (`tally`) are counted as the run goes rather than from a list of
+//! every request.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::time::Duration;
 
 use rand::Rng;
 
-use crate::backoff::Backoff;
+use crate::backoff::Progress;
 use crate::classify::{Status, Verdict};
 use crate::event::{End, Event, Sink, Wait};
 use crate::human::human;
@@ -25,52 +28,96 @@ use crate::wait::{self, Decision};
 pub mod chart;
 pub mod cmd;
 pub mod fleet;
+pub mod json;
 pub mod model;
 pub mod plot;
+mod plotfile;
+mod queue;
 pub mod report;
+pub mod tally;
 
 pub use fleet::Fleet;
 pub use model::Model;
+pub use tally::Tally;
 
-/// Events beyond this end the simulation (and the report says so): a bound
-/// on time and memory for `--forever` against a server that lets clients
-/// through only slowly. 10,000 OCC clients need about 3.4 million.
-const MAX_EVENTS: u64 = 10_000_000;
+/// Requests a simulation makes per client, at most (and at least
+/// [`MIN_REQUEST_LIMIT`] in all), before it stops and reports the clients
+/// still retrying: a bound on time for `--forever` against a server that
+/// lets clients through only slowly. Memory does not grow with requests.
+pub const REQUESTS_PER_CLIENT: u64 = 100;
+
+/// The request limit of small simulations.
+pub const MIN_REQUEST_LIMIT: u64 = 10_000_000;
+
+/// The requests a simulation of `clients` clients makes at most.
+pub fn request_limit(clients: u32) -> u64 {
+    (u64::from(clients) * REQUESTS_PER_CLIENT).max(MIN_REQUEST_LIMIT)
+}
 
 /// What happened in one simulation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     pub clients: u32,
-    /// The time of every request that counts, in order.
-    pub arrivals: Vec<Duration>,
-    /// When each client that succeeded did, in order.
-    pub successes: Vec<Duration>,
+    /// Requests, successes and give-ups, counted as they happened.
+    pub tally: Tally,
     pub gave_up: u32,
     /// Of those that gave up, how many the group's retry budget refused.
     pub refused: u32,
-    /// The simulation stopped at [`MAX_EVENTS`] with clients still retrying.
-    pub truncated: bool,
+    /// Clients neither through nor given up when the simulation stopped at
+    /// its request limit (0 when it ran to the end).
+    pub still_retrying: u32,
 }
 
-/// A message in flight, in time order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+impl Outcome {
+    /// Whether the simulation stopped at its request limit.
+    pub fn truncated(&self) -> bool {
+        self.still_retrying > 0
+    }
+
+    /// Every request time, when the run was traced (else empty).
+    pub fn arrivals(&self) -> &[Duration] {
+        self.tally.trace.as_ref().map_or(&[], |t| &t.arrivals)
+    }
+
+    /// Every success time, when the run was traced (else empty).
+    pub fn successes(&self) -> &[Duration] {
+        self.tally.trace.as_ref().map_or(&[], |t| &t.successes)
+    }
+}
+
+/// What a client is waiting for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Msg {
-    /// A request reaches a stateless server.
+    /// Its request to reach a stateless server.
     Request,
-    /// OCC: the read reaches the server.
+    /// OCC: its read to reach the server.
     Read,
-    /// OCC: the version read reaches the client.
-    ReadReply(u64),
-    /// OCC: the write reaches the server.
-    Write(u64),
-    /// OCC: the write's result reaches the client.
-    WriteReply(bool),
+    /// OCC: the version it read to come back.
+    ReadReply,
+    /// OCC: its write to reach the server.
+    Write,
+    /// OCC: the write's result to come back.
+    WriteReply { ok: bool },
 }
 
+/// One client, carried by its pending event in the queue: a million of
+/// them are held at once, so it stays small (and `Copy`).
+#[derive(Debug, Clone, Copy)]
 struct Client {
-    backoff: Backoff,
+    backoff: Progress,
     attempts: u32,
-    began: Duration,
+    /// OCC: the version read.
+    version: u32,
+    /// How long ago, in nanoseconds, the attempt this event belongs to
+    /// began: 0 for a stateless server's request; for OCC, the messages so
+    /// far, each under 28 ms (|Normal(10 ms, 2 ms)| from a 53-bit draw).
+    since: u32,
+    next: Msg,
+}
+
+/// `d` in nanoseconds, for [`Client::since`].
+fn since(d: Duration) -> u32 {
+    u32::try_from(d.as_nanos()).unwrap_or(u32::MAX)
 }
 
 static FAILED: Status = Status::Http {
@@ -120,96 +167,134 @@ where
     R: Rng + ?Sized,
     S: Sink,
 {
+    run(
+        policy,
+        fleet,
+        model,
+        clients,
+        rng,
+        sink,
+        false,
+        request_limit(clients),
+    )
+}
+
+/// [`simulate_fleet`], keeping every request and success time as well
+/// ([`Outcome::arrivals`], [`Outcome::successes`]): for small runs checked
+/// exactly.
+pub fn simulate_traced<R, S>(
+    policy: &Policy,
+    fleet: Fleet,
+    model: Model,
+    clients: u32,
+    rng: &mut R,
+    sink: &mut S,
+) -> Outcome
+where
+    R: Rng + ?Sized,
+    S: Sink,
+{
+    run(
+        policy,
+        fleet,
+        model,
+        clients,
+        rng,
+        sink,
+        true,
+        request_limit(clients),
+    )
+}
+
+/// An OCC message of `client`'s, taking `latency` from `now`.
+fn hop(queue: &mut queue::Queue<Client>, now: Duration, mut client: Client, latency: Duration) {
+    client.since = client.since.saturating_add(since(latency));
+    queue.push(now + latency, client);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run<R, S>(
+    policy: &Policy,
+    fleet: Fleet,
+    model: Model,
+    clients: u32,
+    rng: &mut R,
+    sink: &mut S,
+    trace: bool,
+    limit: u64,
+) -> Outcome
+where
+    R: Rng + ?Sized,
+    S: Sink,
+{
     let mut shared = fleet::Shared::new(fleet);
     let max = policy.max_attempts;
+    let delay = &policy.delay;
     // Every client starts at 0, so the deadline is the same for all.
     let deadline = policy.max_time;
-    let mut out = Outcome {
-        clients,
-        arrivals: Vec::new(),
-        successes: Vec::new(),
-        gave_up: 0,
-        refused: 0,
-        truncated: false,
-    };
-    let mut state: Vec<Client> = (0..clients)
-        .map(|_| Client {
-            backoff: Backoff::new(policy.delay),
-            attempts: 0,
-            began: Duration::ZERO,
-        })
-        .collect();
+    let mut tally = Tally::new(clients, model.recovery(), trace);
+    let mut gave_up = 0u32;
+    let mut refused = 0u32;
+    let occ = model == Model::Occ;
+    let first = if occ { Msg::Read } else { Msg::Request };
     let mut stateless = model::Stateless::new(model);
-    let mut occ = model::Occ::default();
-    // (time, sequence, client, message): the sequence keeps ties in order of
-    // sending, so a seed always gives the same run.
-    let mut queue: BinaryHeap<Reverse<(Duration, u64, u32, Msg)>> = BinaryHeap::new();
-    let mut seq = 0u64;
-    let mut push = |q: &mut BinaryHeap<_>, at: Duration, c: u32, m: Msg| {
-        q.push(Reverse((at, seq, c, m)));
-        seq += 1;
-    };
-    let first = if model == Model::Occ {
-        Msg::Read
-    } else {
-        Msg::Request
-    };
-    for (c, client) in (0..clients).zip(state.iter_mut()) {
+    let mut row = model::Occ::default();
+    // The ring spans twice the longest backoff wait: only staggered starts
+    // and far pace slots go past it.
+    let horizon = tally::nanos(delay.cap.saturating_add(delay.cap));
+    let mut queue = queue::Queue::new(horizon, clients);
+    for _ in 0..clients {
         // --stagger: each client's first attempt waits U(0, spread), as in
         // a real run; its deadline still counts from 0, when it started.
         let start = crate::wait::stagger(policy.stagger, rng);
-        client.began = start;
-        let at = if first == Msg::Read {
-            start + model::latency(rng)
+        let hop = if occ {
+            model::latency(rng)
         } else {
-            start
+            Duration::ZERO
         };
-        push(&mut queue, at, c, first);
+        let client = Client {
+            backoff: Progress::new(delay),
+            attempts: 0,
+            version: 0,
+            since: since(hop),
+            next: first,
+        };
+        queue.push(start + hop, client);
     }
 
-    let mut events = 0u64;
-    while let Some(Reverse((now, _, c, msg))) = queue.pop() {
-        events += 1;
-        if events > MAX_EVENTS {
-            out.truncated = true;
-            break;
-        }
-        let idx = c as usize;
+    while let Some((now, mut client)) = queue.pop() {
         // The result of an attempt, once known.
-        let done = match msg {
+        let ok = match client.next {
+            Msg::Request | Msg::Write if tally.requests >= limit => break,
             Msg::Request => {
-                let client = &mut state[idx];
                 client.attempts += 1;
-                out.arrivals.push(now);
-                Some(stateless.request(now))
+                tally.request(now);
+                stateless.request(now)
             }
             Msg::Read => {
-                let v = occ.read();
-                push(&mut queue, now + model::latency(rng), c, Msg::ReadReply(v));
-                None
+                client.version = row.read();
+                client.next = Msg::ReadReply;
+                hop(&mut queue, now, client, model::latency(rng));
+                continue;
             }
-            Msg::ReadReply(v) => {
-                push(&mut queue, now + model::latency(rng), c, Msg::Write(v));
-                None
+            Msg::ReadReply => {
+                client.next = Msg::Write;
+                hop(&mut queue, now, client, model::latency(rng));
+                continue;
             }
-            Msg::Write(v) => {
-                state[idx].attempts += 1;
-                out.arrivals.push(now);
-                let ok = occ.write(v);
-                push(
-                    &mut queue,
-                    now + model::latency(rng),
-                    c,
-                    Msg::WriteReply(ok),
-                );
-                None
+            Msg::Write => {
+                client.attempts += 1;
+                tally.request(now);
+                client.next = Msg::WriteReply {
+                    ok: row.write(client.version),
+                };
+                hop(&mut queue, now, client, model::latency(rng));
+                continue;
             }
-            Msg::WriteReply(ok) => Some(ok),
+            Msg::WriteReply { ok } => ok,
         };
-        let Some(ok) = done else { continue };
-        let client = &mut state[idx];
         let number = client.attempts;
-        let ran = now.saturating_sub(client.began);
+        let ran = Duration::from_nanos(u64::from(client.since));
         let report = |sink: &mut S, status: &Status, verdict, next| {
             sink.emit(&Event::Attempt {
                 attempt: number,
@@ -240,7 +325,8 @@ where
                 28,
                 "--max-time ran out during the attempt",
             );
-            out.gave_up += 1;
+            gave_up += 1;
+            tally.give_up(now);
             continue;
         }
         // As a real run does after each attempt: the budget counts it.
@@ -248,19 +334,20 @@ where
         if ok {
             report(sink, &SUCCEEDED, Verdict::Success, None);
             end(sink, End::Success, 0, "");
-            out.successes.push(now);
+            tally.success(now);
             continue;
         }
         if max.is_some_and(|m| number >= m) {
             report(sink, &FAILED, Verdict::Retryable, None);
             end(sink, End::Exhausted, 22, "no attempts left");
-            out.gave_up += 1;
+            gave_up += 1;
+            tally.give_up(now);
             continue;
         }
         if policy.reset_after.is_some_and(|r| ran >= r) {
-            client.backoff.reset();
+            client.backoff.reset(delay);
         }
-        let step = client.backoff.next(rng);
+        let step = client.backoff.next(delay, rng);
         let own = wait::Input {
             step,
             retry_after: None,
@@ -271,7 +358,9 @@ where
         // The same three steps as a real run: the client's own wait, the
         // group's word on it (budget, pace slot), then the wait with the slot.
         let decision = match wait::decide(own) {
-            Decision::Sleep { delay, .. } => match shared.plan(now, delay, deadline) {
+            mine @ Decision::Sleep { delay, .. } => match shared.plan(now, delay, deadline) {
+                // Without a slot the second decision would be the first.
+                fleet::Word::Go { slot: None } => mine,
                 fleet::Word::Go { slot } => wait::decide(wait::Input {
                     pace_slot: slot,
                     ..own
@@ -279,8 +368,9 @@ where
                 fleet::Word::BudgetSpent => {
                     report(sink, &FAILED, Verdict::Retryable, None);
                     end(sink, End::Refused, 22, "the group's retry budget is spent");
-                    out.gave_up += 1;
-                    out.refused += 1;
+                    gave_up += 1;
+                    refused += 1;
+                    tally.give_up(now);
                     continue;
                 }
                 fleet::Word::PastDeadline { wait } => {
@@ -290,7 +380,8 @@ where
                         human(wait)
                     );
                     end(sink, End::Deadline, 22, &reason);
-                    out.gave_up += 1;
+                    gave_up += 1;
+                    tally.give_up(now);
                     continue;
                 }
             },
@@ -309,22 +400,33 @@ where
                         paced: wait.saturating_sub(delay),
                     }),
                 );
-                let client = &mut state[idx];
-                client.began = until;
-                if first == Msg::Read {
-                    push(&mut queue, until + model::latency(rng), c, Msg::Read);
+                if occ {
+                    client.next = Msg::Read;
+                    let hop = model::latency(rng);
+                    client.since = since(hop);
+                    queue.push(until + hop, client);
                 } else {
-                    push(&mut queue, until, c, Msg::Request);
+                    client.since = 0;
+                    queue.push(until, client);
                 }
             }
             Decision::GiveUp(why) => {
                 report(sink, &FAILED, Verdict::Retryable, None);
                 end(sink, End::Deadline, 22, &why.reason());
-                out.gave_up += 1;
+                gave_up += 1;
+                tally.give_up(now);
             }
         }
     }
-    out
+    // Every client either succeeded, gave up, or is still waiting.
+    let settled = u64::from(gave_up) + tally.succeeded;
+    Outcome {
+        clients,
+        still_retrying: u32::try_from(u64::from(clients).saturating_sub(settled)).unwrap_or(0),
+        tally,
+        gave_up,
+        refused,
+    }
 }
 
 #[cfg(test)]
@@ -334,6 +436,13 @@ mod tests {
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
+    }
+
+    /// The busiest 100 ms among sorted request times.
+    fn busiest(times: &[Duration]) -> u64 {
+        let mut t = Tally::new(1, None, false);
+        times.iter().for_each(|a| t.request(*a));
+        t.busiest
     }
 
     fn policy(jitter: Jitter, max: Option<u32>) -> Policy {
@@ -348,25 +457,25 @@ mod tests {
     }
 
     fn sim(p: &Policy, model: Model, n: u32, seed: u64) -> Outcome {
-        simulate(p, model, n, &mut crate::rng::seeded(seed), &mut Quiet)
+        fleet_sim(p, Fleet::default(), model, n, seed)
     }
 
     #[test]
     fn one_occ_client_succeeds_at_once() {
         let o = sim(&policy(Jitter::Full, Some(5)), Model::Occ, 1, 1);
-        assert_eq!(o.arrivals.len(), 1);
-        assert_eq!(o.successes.len(), 1);
+        assert_eq!(o.arrivals().len(), 1);
+        assert_eq!(o.successes().len(), 1);
         assert_eq!(o.gave_up, 0);
         // Read, reply, write, reply: four one-way messages of about 10 ms.
-        let t = o.successes[0];
+        let t = o.successes()[0];
         assert!(t > ms(20) && t < ms(60), "{t:?}");
     }
 
     #[test]
     fn occ_lets_exactly_one_write_per_version_through() {
         let o = sim(&policy(Jitter::Full, None), Model::Occ, 50, 7);
-        assert_eq!(o.successes.len(), 50);
-        assert!(o.arrivals.len() > 50);
+        assert_eq!(o.successes().len(), 50);
+        assert!(o.arrivals().len() > 50);
     }
 
     #[test]
@@ -380,12 +489,12 @@ mod tests {
             n,
             1,
         );
-        assert_eq!(o.arrivals.len(), n as usize * 5);
+        assert_eq!(o.arrivals().len(), n as usize * 5);
         for (i, wave) in [0, 100, 300, 700, 1500].iter().enumerate() {
-            let at = &o.arrivals[i * n as usize..(i + 1) * n as usize];
+            let at = &o.arrivals()[i * n as usize..(i + 1) * n as usize];
             assert!(at.iter().all(|t| *t == ms(*wave)), "wave {i}");
         }
-        assert_eq!(o.successes, vec![ms(1500); n as usize]);
+        assert_eq!(o.successes(), vec![ms(1500); n as usize]);
         assert_eq!(o.gave_up, 0);
     }
 
@@ -397,12 +506,12 @@ mod tests {
             10,
             1,
         );
-        assert_eq!((o.arrivals.len(), o.gave_up), (30, 10));
+        assert_eq!((o.arrivals().len(), o.gave_up), (30, 10));
         let mut p = policy(Jitter::None, None);
         p.max_time = Some(ms(1000));
         // 0, 100, 300, 700; the next (1500 ms) is past the deadline.
         let o = sim(&p, Model::Outage { until: ms(60_000) }, 10, 1);
-        assert_eq!((o.arrivals.len(), o.gave_up), (40, 10));
+        assert_eq!((o.arrivals().len(), o.gave_up), (40, 10));
     }
 
     #[test]
@@ -412,10 +521,10 @@ mod tests {
         let mut p = policy(Jitter::Full, None);
         p.max_time = Some(ms(15));
         let o = sim(&p, Model::Occ, 1, 1);
-        assert_eq!((o.successes.len(), o.gave_up), (0, 1));
+        assert_eq!((o.successes().len(), o.gave_up), (0, 1));
         p.max_time = Some(ms(500));
         let o = sim(&p, Model::Occ, 1, 1);
-        assert_eq!((o.successes.len(), o.gave_up), (1, 0));
+        assert_eq!((o.successes().len(), o.gave_up), (1, 0));
     }
 
     #[test]
@@ -423,6 +532,7 @@ mod tests {
         let p = policy(Jitter::Decorrelated, Some(8));
         let m = Model::Capacity {
             rate: 50.0,
+            burst: None,
             outage: Some(ms(2000)),
         };
         assert_eq!(sim(&p, m, 300, 9), sim(&p, m, 300, 9));
@@ -436,19 +546,20 @@ mod tests {
             &policy(Jitter::Full, None),
             Model::Capacity {
                 rate: 100.0,
+                burst: None,
                 outage: None,
             },
             1000,
             2,
         );
-        assert_eq!(o.successes.len(), 1000);
+        assert_eq!(o.successes().len(), 1000);
         // 10 at once, then 100/s: the last cannot succeed before ~9.9 s.
-        let last = *o.successes.last().expect("successes");
+        let last = *o.successes().last().expect("successes");
         assert!(last >= ms(9900), "{last:?}");
     }
 
     fn fleet_sim(p: &Policy, fleet: Fleet, model: Model, n: u32, seed: u64) -> Outcome {
-        simulate_fleet(
+        simulate_traced(
             p,
             fleet,
             model,
@@ -472,15 +583,16 @@ mod tests {
     fn a_paced_fleet_never_retries_closer_than_the_pace_beyond_the_burst() {
         let m = Model::Capacity {
             rate: 200.0,
+            burst: None,
             outage: Some(ms(3000)),
         };
         for burst in [1, 4] {
             let n = 300;
             let o = fleet_sim(&policy(Jitter::Full, None), paced(50, burst), m, n, 3);
-            assert_eq!((o.successes.len(), o.gave_up), (n as usize, 0));
+            assert_eq!((o.successes().len(), o.gave_up), (n as usize, 0));
             // The first attempts come first, all at 0 and never paced.
-            assert!(o.arrivals[..n as usize].iter().all(|t| t.is_zero()));
-            let retries = &o.arrivals[n as usize..];
+            assert!(o.arrivals()[..n as usize].iter().all(|t| t.is_zero()));
+            let retries = &o.arrivals()[n as usize..];
             assert!(retries.len() > n as usize, "{}", retries.len());
             // Any `burst + 1` retries in a row span at least one interval.
             let b = burst as usize;
@@ -488,12 +600,12 @@ mod tests {
                 assert!(w[b] - w[0] >= ms(20), "burst {burst}, retry {i}: {w:?}");
             }
             // Never more than 100 ms worth of the pace (plus the burst).
-            let after = report::busiest(retries, ms(100));
+            let after = busiest(retries);
             assert!(after < 5 + u64::from(burst), "burst {burst}: {after}");
         }
         // Unpaced, the same fleet comes back many at a time.
         let o = sim(&policy(Jitter::Full, None), m, 300, 3);
-        assert!(report::busiest(&o.arrivals[300..], ms(100)) > 20);
+        assert!(busiest(&o.arrivals()[300..]) > 20);
     }
 
     #[test]
@@ -509,15 +621,15 @@ mod tests {
         // 9, 8, 7, 6 (above half: retry), then 5 and below (refused).
         let p = policy(Jitter::None, None);
         let o = fleet_sim(&p, budget, Model::Outage { until: ms(60_000) }, 20, 1);
-        assert_eq!(o.arrivals.len(), 24);
-        assert_eq!(&o.arrivals[20..], &[ms(100); 4]);
+        assert_eq!(o.arrivals().len(), 24);
+        assert_eq!(&o.arrivals()[20..], &[ms(100); 4]);
         assert_eq!((o.gave_up, o.refused), (20, 20));
         // The four that retried find the server back at 100 ms.
         let o = fleet_sim(&p, budget, Model::Outage { until: ms(50) }, 20, 1);
-        assert_eq!((o.successes, o.refused), (vec![ms(100); 4], 16));
+        assert_eq!((o.successes(), o.refused), (&[ms(100); 4][..], 16));
         // Without the budget, all 20 come back.
         let o = sim(&p, Model::Outage { until: ms(50) }, 20, 1);
-        assert_eq!((o.successes.len(), o.gave_up), (20, 0));
+        assert_eq!((o.successes().len(), o.gave_up), (20, 0));
     }
 
     #[test]
@@ -527,10 +639,41 @@ mod tests {
         let mut p = policy(Jitter::None, None);
         p.max_time = Some(ms(3500));
         let o = fleet_sim(&p, paced(1, 1), Model::Outage { until: ms(0) }, 10, 1);
-        assert_eq!(o.arrivals.len(), 10);
+        assert_eq!(o.arrivals().len(), 10);
         let o = fleet_sim(&p, paced(1, 1), Model::Outage { until: ms(1) }, 10, 1);
-        assert_eq!(o.successes, vec![ms(100), ms(1100), ms(2100), ms(3100)]);
+        assert_eq!(o.successes(), &[ms(100), ms(1100), ms(2100), ms(3100)]);
         assert_eq!((o.gave_up, o.refused), (6, 0));
+    }
+
+    #[test]
+    fn a_run_stopped_at_its_request_limit_counts_the_clients_still_retrying() {
+        // 100 clients retrying forever against a server that admits one a
+        // second: 500 requests go nowhere near through them all.
+        let p = policy(Jitter::Full, None);
+        let m = Model::Capacity {
+            rate: 1.0,
+            burst: None,
+            outage: None,
+        };
+        let mut rng = crate::rng::seeded(1);
+        let o = run(
+            &p,
+            Fleet::default(),
+            m,
+            100,
+            &mut rng,
+            &mut Quiet,
+            false,
+            500,
+        );
+        assert_eq!(o.tally.requests, 500);
+        assert!(o.truncated());
+        let through = o.tally.succeeded as u32 + o.gave_up;
+        assert!(through < 100, "{through}");
+        assert_eq!(o.still_retrying, 100 - through);
+        // The limit is far past what such runs need: a million clients
+        // making thirty attempts each stay within it.
+        assert!(request_limit(1_000_000) >= 30 * 1_000_000);
     }
 
     #[test]
@@ -540,6 +683,7 @@ mod tests {
         let p = policy(Jitter::Decorrelated, Some(8));
         let m = Model::Capacity {
             rate: 50.0,
+            burst: None,
             outage: Some(ms(2000)),
         };
         assert_eq!(fleet_sim(&p, f, m, 300, 9), fleet_sim(&p, f, m, 300, 9));

@@ -15,11 +15,17 @@ pub enum Model {
     AlwaysFail,
     /// Every request before `until` fails, every later one succeeds.
     Outage { until: Duration },
-    /// A token bucket refilled at `rate` per second holding one 100 ms
-    /// window's worth (at least one token): a request finding no token fails.
-    /// With `outage`, every request before it fails and the bucket starts
-    /// full when the outage ends.
-    Capacity { rate: f64, outage: Option<Duration> },
+    /// A token bucket refilled at `rate` per second holding `burst` tokens
+    /// (None: one 100 ms window's worth, at least one): a request finding no
+    /// token fails. With `outage`, every request before it fails and the
+    /// bucket starts full when the outage ends. A burst of 1 is nginx's
+    /// `limit_req` without `burst`: requests at least 1/rate apart, the rest
+    /// rejected, nothing banked while the server is idle.
+    Capacity {
+        rate: f64,
+        burst: Option<u32>,
+        outage: Option<Duration>,
+    },
     /// Optimistic concurrency on one row: each attempt reads the version,
     /// then writes it back; the write succeeds only if no other write landed
     /// in between. Every one-way message takes |Normal(10 ms, 2 ms)|; only
@@ -37,14 +43,30 @@ impl Model {
         }
     }
 
+    /// The capacity model's bucket depth, in requests (0 for other models).
+    pub fn burst(&self) -> f64 {
+        match *self {
+            Model::Capacity { burst: Some(b), .. } => f64::from(b),
+            Model::Capacity { rate, .. } => (rate * 0.1).max(1.0),
+            _ => 0.0,
+        }
+    }
+
     /// The model's name in reports.
     pub fn describe(&self) -> String {
         use crate::human::human;
         match *self {
             Model::AlwaysFail => "a server that always fails".to_string(),
             Model::Outage { until } => format!("an outage of {}", human(until)),
-            Model::Capacity { rate, outage } => {
+            Model::Capacity {
+                rate,
+                burst,
+                outage,
+            } => {
                 let mut s = format!("capacity {rate}/s");
+                if let Some(b) = burst {
+                    s.push_str(&format!(" (burst {b})"));
+                }
                 if let Some(o) = outage {
                     s.push_str(&format!(" after an outage of {}", human(o)));
                 }
@@ -67,7 +89,7 @@ pub struct Stateless {
 impl Stateless {
     pub fn new(model: Model) -> Stateless {
         let (burst, start) = match model {
-            Model::Capacity { rate, outage } => ((rate * 0.1).max(1.0), outage.unwrap_or_default()),
+            Model::Capacity { .. } => (model.burst(), model.recovery().unwrap_or_default()),
             _ => (0.0, Duration::ZERO),
         };
         Stateless {
@@ -83,7 +105,7 @@ impl Stateless {
         match self.model {
             Model::AlwaysFail => false,
             Model::Outage { until } => at >= until,
-            Model::Capacity { rate, outage } => {
+            Model::Capacity { rate, outage, .. } => {
                 if outage.is_some_and(|o| at < o) {
                     return false;
                 }
@@ -105,22 +127,23 @@ impl Stateless {
     }
 }
 
-/// The OCC server's one row.
+/// The OCC server's one row. Its version counts successful writes, one
+/// per client at most.
 #[derive(Debug, Clone, Default)]
 pub struct Occ {
-    version: u64,
+    version: u32,
 }
 
 impl Occ {
-    pub fn read(&self) -> u64 {
+    pub fn read(&self) -> u32 {
         self.version
     }
 
     /// A write carrying the version its client read: succeeds only if the
     /// row has not changed since.
-    pub fn write(&mut self, read: u64) -> bool {
+    pub fn write(&mut self, read: u32) -> bool {
         if read == self.version {
-            self.version += 1;
+            self.version = self.version.wrapping_add(1);
             true
         } else {
             false
@@ -170,6 +193,7 @@ mod tests {
         // 100/s: a burst of 10, then one every 10 ms.
         let mut s = Stateless::new(Model::Capacity {
             rate: 100.0,
+            burst: None,
             outage: None,
         });
         let admitted = (0..50).filter(|_| s.request(ms(0))).count();
@@ -183,12 +207,39 @@ mod tests {
     fn capacity_after_an_outage_starts_full() {
         let mut s = Stateless::new(Model::Capacity {
             rate: 20.0,
+            burst: None,
             outage: Some(ms(1000)),
         });
         assert!(!s.request(ms(999)));
         let admitted = (0..10).filter(|_| s.request(ms(2000))).count();
         // Burst is 2 tokens (20/s over 100 ms).
         assert_eq!(admitted, 2);
+    }
+
+    #[test]
+    fn a_burst_of_one_spaces_requests_exactly() {
+        // nginx's limit_req at 20 r/s without burst: one request per 50 ms
+        // since the last one admitted; an idle second banks nothing.
+        let mut s = Stateless::new(Model::Capacity {
+            rate: 20.0,
+            burst: Some(1),
+            outage: None,
+        });
+        assert!(s.request(ms(0)));
+        assert!(!s.request(ms(0)));
+        assert!(!s.request(ms(49)));
+        assert!(s.request(ms(50)));
+        assert!(s.request(ms(1050)));
+        assert!(!s.request(ms(1051)));
+        assert!(!s.request(ms(1099)));
+        assert!(s.request(ms(1100)));
+        // A deeper bucket admits its depth at once.
+        let mut s = Stateless::new(Model::Capacity {
+            rate: 20.0,
+            burst: Some(5),
+            outage: None,
+        });
+        assert_eq!((0..10).filter(|_| s.request(ms(0))).count(), 5);
     }
 
     #[test]

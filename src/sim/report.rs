@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::{Outcome, chart};
+use super::{Outcome, chart, tally};
 use crate::human::human;
 
 /// The window the busiest-window figures count over.
-pub const WINDOW: Duration = Duration::from_millis(100);
+pub const WINDOW: Duration = Duration::from_nanos(tally::WINDOW_NS);
 
 /// The figures of one simulated run.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -33,8 +33,11 @@ pub struct Summary {
     pub gave_up: u32,
     /// Of those that gave up, how many the group's retry budget refused.
     pub refused_by_budget: u32,
-    /// The simulation hit its event limit with clients still retrying.
+    /// The simulation hit its request limit with clients still retrying.
     pub truncated: bool,
+    /// Clients neither through nor given up when it stopped (0 unless
+    /// truncated).
+    pub still_retrying: u32,
     /// A single client's waits, in order (only with one client).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waits_ms: Option<Vec<f64>>,
@@ -45,19 +48,6 @@ fn ms(d: Duration) -> f64 {
     (d.as_micros() as f64) / 1000.0
 }
 
-/// Most arrivals in any window `[t, t + width)`; `arrivals` must be sorted.
-pub fn busiest(arrivals: &[Duration], width: Duration) -> u64 {
-    let mut best = 0;
-    let mut lo = 0;
-    for (hi, t) in arrivals.iter().enumerate() {
-        while arrivals[lo] + width <= *t {
-            lo += 1;
-        }
-        best = best.max(hi - lo + 1);
-    }
-    best as u64
-}
-
 impl Summary {
     pub fn of(
         jitter: &str,
@@ -65,26 +55,22 @@ impl Summary {
         recovery: Option<Duration>,
         waits: Option<Vec<Duration>>,
     ) -> Summary {
-        let requests = o.arrivals.len() as u64;
-        let from = recovery.map(|r| o.arrivals.partition_point(|t| *t < r));
-        let after = from.map(|from| busiest(&o.arrivals[from..], WINDOW));
-        let half = (o.clients as usize).div_ceil(2);
+        let t = &o.tally;
         Summary {
             jitter: jitter.to_string(),
             clients: o.clients,
-            requests,
-            requests_per_client: requests as f64 / f64::from(o.clients.max(1)),
-            busiest_100ms: busiest(&o.arrivals, WINDOW),
-            busiest_100ms_after_recovery: after,
-            requests_before_recovery: from.map(|n| n as u64),
-            median_success_ms: (half > 0)
-                .then(|| o.successes.get(half - 1).copied().map(ms))
-                .flatten(),
-            last_success_ms: o.successes.last().copied().map(ms),
-            succeeded: o.successes.len() as u32,
+            requests: t.requests,
+            requests_per_client: t.requests as f64 / f64::from(o.clients.max(1)),
+            busiest_100ms: t.busiest,
+            busiest_100ms_after_recovery: recovery.map(|_| t.busiest_after),
+            requests_before_recovery: recovery.map(|_| t.before_recovery),
+            median_success_ms: t.median_success.map(ms),
+            last_success_ms: t.last_success.map(ms),
+            succeeded: u32::try_from(t.succeeded).unwrap_or(u32::MAX),
             gave_up: o.gave_up,
             refused_by_budget: o.refused,
-            truncated: o.truncated,
+            truncated: o.truncated(),
+            still_retrying: o.still_retrying,
             waits_ms: waits.map(|w| w.into_iter().map(ms).collect()),
         }
     }
@@ -130,12 +116,14 @@ pub fn text(
     if s.truncated {
         let _ = writeln!(
             r,
-            "stopped early: the simulation reached its event limit with clients still retrying"
+            "clients still retrying: {} of {} (stopped early at the request limit)",
+            s.still_retrying, s.clients
         );
     }
     let _ = writeln!(r);
-    let _ = writeln!(r, "requests per time slice:");
-    r.push_str(&chart::render(&o.arrivals, width, 10, recovery));
+    let _ = writeln!(r, "{}", chart::TITLE);
+    let end = o.tally.last_request.unwrap_or_default();
+    r.push_str(&chart::render(&o.tally.timeline, end, width, 10, recovery));
     r
 }
 
@@ -189,16 +177,29 @@ pub fn table(
             refused.join(", ")
         );
     }
+    if runs.iter().any(|(s, _)| s.truncated) {
+        let still: Vec<String> = runs
+            .iter()
+            .map(|(s, _)| format!("{} {}", s.jitter, s.still_retrying))
+            .collect();
+        let _ = writeln!(
+            r,
+            "(stopped early at the request limit; clients still retrying: {})",
+            still.join(", ")
+        );
+    }
     // One time axis for all, so the charts compare at a glance.
     let end = runs
         .iter()
-        .filter_map(|(_, o)| o.arrivals.last().copied())
+        .filter_map(|(_, o)| o.tally.last_request)
         .max()
         .unwrap_or_default();
+    let _ = writeln!(r);
+    let _ = writeln!(r, "{}", chart::TITLE);
     for (s, o) in runs {
         let _ = writeln!(r);
         let _ = writeln!(r, "{} jitter:", s.jitter);
-        r.push_str(&chart::render_until(&o.arrivals, end, width, 5, recovery));
+        r.push_str(&chart::render(&o.tally.timeline, end, width, 5, recovery));
     }
     r
 }
@@ -206,29 +207,27 @@ pub fn table(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sim::Tally;
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
     }
 
     #[test]
-    fn busiest_window_slides() {
-        let a = [ms(0), ms(50), ms(99), ms(100), ms(150), ms(160), ms(199)];
-        // [100, 200) holds 100, 150, 160 and 199.
-        assert_eq!(busiest(&a, WINDOW), 4);
-        assert_eq!(busiest(&[], WINDOW), 0);
-        assert_eq!(busiest(&[ms(5); 4], WINDOW), 4);
-    }
-
-    #[test]
     fn summary_figures() {
+        let mut tally = Tally::new(4, Some(ms(1000)), false);
+        for t in [0, 0, 0, 0, 1000, 1001, 1500] {
+            tally.request(ms(t));
+        }
+        for t in [1000, 1001, 1500] {
+            tally.success(ms(t));
+        }
         let o = Outcome {
             clients: 4,
-            arrivals: vec![ms(0), ms(0), ms(0), ms(0), ms(1000), ms(1001), ms(1500)],
-            successes: vec![ms(1000), ms(1001), ms(1500)],
+            tally,
             gave_up: 1,
             refused: 0,
-            truncated: false,
+            still_retrying: 0,
         };
         let s = Summary::of("full", &o, Some(ms(1000)), None);
         assert_eq!(s.requests, 7);
@@ -238,5 +237,33 @@ mod tests {
         assert_eq!(s.median_success_ms, Some(1001.0));
         assert_eq!(s.last_success_ms, Some(1500.0));
         assert_eq!((s.succeeded, s.gave_up), (3, 1));
+        assert!(!s.truncated);
+    }
+
+    #[test]
+    fn a_truncated_run_says_how_many_are_still_retrying() {
+        let mut tally = Tally::new(10, None, false);
+        tally.request(ms(0));
+        tally.success(ms(0));
+        let o = Outcome {
+            clients: 10,
+            tally,
+            gave_up: 2,
+            refused: 0,
+            still_retrying: 7,
+        };
+        let s = Summary::of("full", &o, None, None);
+        assert!(s.truncated);
+        assert_eq!(s.still_retrying, 7);
+        let text = text("heading", &s, &o, 80, None);
+        assert!(
+            text.contains("clients still retrying: 7 of 10 (stopped early at the request limit)"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&s).expect("json");
+        assert_eq!(json["still_retrying"], 7);
+        let runs = vec![(s, o)];
+        let table = table("heading", &runs, 80, None);
+        assert!(table.contains("clients still retrying: full 7"), "{table}");
     }
 }

@@ -2,14 +2,18 @@
 
 mod architecture;
 mod core;
+mod descriptors;
 mod docs;
 mod dry_run;
 mod forever;
 mod http;
+mod leftovers;
 mod limits;
+mod monitor;
 mod output;
 mod process;
 mod pty;
+mod replay;
 mod ship;
 mod sim;
 mod startup;

@@ -345,7 +345,7 @@ fn plot_writes_an_svg() {
     let text = std::fs::read_to_string(&svg).expect("svg written");
     assert!(text.contains("<svg"), "{text}");
     for kind in ["none", "full", "decorrelated"] {
-        assert!(text.contains(kind), "legend lacks {kind}");
+        assert!(text.contains(kind), "no row for {kind}");
     }
 }
 
@@ -392,4 +392,365 @@ fn a_small_real_herd_matches_its_simulation() {
     assert!((0.8..=1.2).contains(&ratio), "{f:?} vs {sim_requests}");
     // ... and no longer comes back in one wave once the server is up.
     assert!(f.busiest_after_recovery * 3 <= none_after, "{f:?}");
+}
+
+#[test]
+fn the_plot_never_lands_on_the_reports_stream() {
+    // stdout is a pipe here: /dev/stdout names it.
+    for format in ["text", "json"] {
+        let out = retry([
+            "--simulate",
+            "100",
+            "--outage",
+            "1s",
+            "--format",
+            format,
+            "--plot",
+            "/dev/stdout",
+        ])
+        .run();
+        out.expect_code(2);
+        assert!(out.stdout.is_empty(), "{}", out.stdout_text());
+        let err = out.stderr_text();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("--plot /dev/stdout is standard output"),
+            "{err}"
+        );
+    }
+    // The report redirected to a file: the same file by any name.
+    let dir = scratch();
+    let report = dir.path().join("report.txt");
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(r#""$0" --simulate 100 --outage 1s --plot "$1" > "$1" 2>/dev/null"#)
+        .arg(crate::util::bin())
+        .arg(&report)
+        .status()
+        .expect("sh");
+    assert_eq!(status.code(), Some(2));
+    assert_eq!(std::fs::read(&report).expect("report file"), b"");
+}
+
+#[test]
+fn a_bad_plot_path_is_refused_before_the_simulation_runs() {
+    // This simulation would run into its request limit five times over:
+    // far past the harness's minute if the path were checked afterwards.
+    let dir = scratch();
+    let missing = dir.path().join("no-such-dir").join("storm.svg");
+    let out = retry([
+        "--simulate",
+        "1000000",
+        "--capacity",
+        "1/s",
+        "--forever",
+        "--compare",
+        "--plot",
+        missing.to_str().expect("utf-8 path"),
+    ])
+    .run();
+    out.expect_code(2);
+    assert!(out.stdout.is_empty());
+    let err = out.stderr_text();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("cannot write --plot"), "{err}");
+    assert!(err.contains("No such file or directory"), "{err}");
+    // A directory is no picture file either.
+    let out = retry([
+        "--simulate",
+        "10",
+        "--outage",
+        "1s",
+        "--plot",
+        dir.path().to_str().expect("utf-8 path"),
+    ])
+    .run();
+    out.expect_code(2);
+    assert!(out.stderr_text().contains("is a directory"));
+    assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
+    // A directory anyone may write to (and not sticky): someone else could
+    // swap the picture, so it is refused too.
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).expect("mkdir");
+    std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+        .expect("chmod");
+    let out = retry([
+        "--simulate",
+        "10",
+        "--outage",
+        "1s",
+        "--plot",
+        open.join("p.svg").to_str().expect("utf-8 path"),
+    ])
+    .run();
+    out.expect_code(2);
+    assert!(
+        out.stderr_text().contains("writable by every user"),
+        "{}",
+        out.stderr_text()
+    );
+}
+
+#[test]
+fn compare_refuses_a_jitter_kind_and_jitter_max_stays_within_the_cap() {
+    for (args, needle) in [
+        (
+            vec![
+                "--simulate",
+                "10",
+                "--outage",
+                "1s",
+                "--compare",
+                "-j",
+                "full",
+            ],
+            "--jitter has no effect with --compare",
+        ),
+        (
+            vec![
+                "--simulate",
+                "10",
+                "--outage",
+                "1s",
+                "--compare",
+                "--jitter-max",
+                "2s",
+                "--cap",
+                "1s",
+            ],
+            "--jitter-max (2s) is above --cap (1s)",
+        ),
+        (
+            vec!["-j", "additive", "--jitter-max", "40s", "--", "true"],
+            "--jitter-max (40s) is above --cap (30s, the default)",
+        ),
+    ] {
+        let out = retry(&args).run();
+        out.expect_code(2);
+        let err = out.stderr_text();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    // A jitter kind from the environment is for real runs: no error.
+    retry(["--simulate", "10", "--outage", "1s", "--compare"])
+        .env("RETRY_JITTER", "none")
+        .run()
+        .expect_code(0);
+    retry([
+        "-j",
+        "additive",
+        "--jitter-max",
+        "1s",
+        "--cap",
+        "1s",
+        "--",
+        "true",
+    ])
+    .run()
+    .expect_code(0);
+}
+
+#[test]
+fn the_text_chart_is_in_requests_per_100ms_at_any_width() {
+    let report = |columns: &str| {
+        let out = retry(["--simulate", "1000", "--outage", "5s", "--seed", "1"])
+            .env("COLUMNS", columns)
+            .run();
+        out.expect_code(0);
+        out.stdout_text()
+    };
+    for columns in ["40", "80", "200"] {
+        let text = report(columns);
+        let busiest = text
+            .lines()
+            .find_map(|l| l.strip_prefix("busiest 100ms window:"))
+            .expect("busiest line")
+            .trim()
+            .to_string();
+        let chart = text
+            .split("requests per 100ms (each column: its busiest 100ms):\n")
+            .nth(1)
+            .expect("chart");
+        let top = chart.lines().next().expect("top row");
+        assert_eq!(
+            top.split('|').next().map(str::trim),
+            Some(busiest.as_str()),
+            "COLUMNS={columns}: {text}"
+        );
+        let width: usize = columns.parse().expect("number");
+        assert!(chart.lines().all(|l| l.chars().count() <= width), "{text}");
+    }
+}
+
+#[test]
+fn the_json_report_records_the_policy_and_the_server() {
+    let out = retry([
+        "--simulate",
+        "300",
+        "--outage",
+        "2s",
+        "--capacity",
+        "50/s",
+        "--capacity-burst",
+        "3",
+        "--max",
+        "7",
+        "--base",
+        "100ms",
+        "--cap",
+        "2s",
+        "-j",
+        "equal",
+        "--stagger",
+        "1s",
+        "--pace",
+        "40/s",
+        "--budget",
+        "--seed",
+        "3",
+        "--format",
+        "json",
+    ])
+    .run();
+    out.expect_code(0);
+    let v = json(&out);
+    let p = &v["policy"];
+    assert_eq!(p["max_attempts"], 7);
+    assert_eq!(p["max_time_ms"], serde_json::Value::Null);
+    assert_eq!(p["backoff"], "exponential");
+    assert_eq!(p["multiplier"], 2.0);
+    assert_eq!(
+        (p["base_ms"].as_f64(), p["cap_ms"].as_f64()),
+        (Some(100.0), Some(2000.0))
+    );
+    assert_eq!(p["jitter"], "equal");
+    assert_eq!(p["jitter_max_ms"], serde_json::Value::Null);
+    assert_eq!(p["reset_after_ms"], serde_json::Value::Null);
+    assert_eq!(p["stagger_ms"], 1000.0);
+    assert_eq!(p["pace"]["per_s"], 40.0);
+    assert_eq!(p["pace"]["burst"], 1);
+    assert_eq!(
+        (
+            p["budget"]["tokens"].as_f64(),
+            p["budget"]["ratio"].as_f64()
+        ),
+        (Some(100.0), Some(0.1))
+    );
+    let s = &v["server"];
+    assert_eq!(s["kind"], "capacity");
+    assert_eq!(s["outage_ms"], 2000.0);
+    assert_eq!(s["capacity_per_s"], 50.0);
+    assert_eq!(s["capacity_burst"], 3.0);
+    assert_eq!(v["request_limit"], 10_000_000);
+    let run = &v["runs"][0];
+    assert_eq!(run["clients"], 300);
+    assert_eq!(run["still_retrying"], 0);
+    assert_eq!(run["truncated"], false);
+    // --compare: the kind is each run's own; additive's part is recorded.
+    let out = retry([
+        "--simulate",
+        "10",
+        "--model",
+        "occ",
+        "--compare",
+        "--format",
+        "json",
+    ])
+    .run();
+    out.expect_code(0);
+    let v = json(&out);
+    assert_eq!(v["policy"]["jitter"], serde_json::Value::Null);
+    assert_eq!(v["policy"]["jitter_max_ms"], 1000.0);
+    assert_eq!(v["server"]["kind"], "occ");
+    assert_eq!(v["server"]["outage_ms"], serde_json::Value::Null);
+    assert_eq!(v["server"]["capacity_per_s"], serde_json::Value::Null);
+    assert_eq!(v["runs"].as_array().map(Vec::len), Some(5));
+}
+
+#[test]
+fn a_capacity_burst_of_one_admits_one_request_at_a_time() {
+    // No jitter: waves of 100 at 0, 1 s and 3 s. A bucket of depth 1 admits
+    // one request per wave; the default (100 ms of 20/s) admits two.
+    let succeeded = |extra: &[&str]| {
+        let mut args = vec![
+            "--simulate",
+            "100",
+            "--capacity",
+            "20/s",
+            "-j",
+            "none",
+            "--max",
+            "3",
+            "--format",
+            "json",
+        ];
+        args.extend(extra);
+        let out = retry(&args).run();
+        out.expect_code(0);
+        json(&out)["runs"][0]["succeeded"].clone()
+    };
+    assert_eq!(succeeded(&[]), 6);
+    assert_eq!(succeeded(&["--capacity-burst", "1"]), 3);
+    assert_eq!(succeeded(&["--capacity-burst", "10"]), 30);
+    let out = retry([
+        "--simulate",
+        "10",
+        "--outage",
+        "1s",
+        "--capacity-burst",
+        "1",
+    ])
+    .run();
+    out.expect_code(2);
+    assert!(
+        out.stderr_text()
+            .contains("--capacity-burst applies only to --capacity")
+    );
+}
+
+#[test]
+fn the_plot_wraps_its_title_and_names_staggered_starts() {
+    let dir = scratch();
+    let svg = dir.path().join("occ.svg");
+    let out = retry([
+        "--simulate",
+        "50",
+        "--model",
+        "occ",
+        "--compare",
+        "--stagger",
+        "1s",
+        "--seed",
+        "7",
+        "--plot",
+        svg.to_str().expect("utf-8 path"),
+    ])
+    .run();
+    out.expect_code(0);
+    let text = std::fs::read_to_string(&svg).expect("svg written");
+    // Every <text> element's content, as drawn.
+    let texts: Vec<&str> = text
+        .split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            t.split_once('>')
+                .and_then(|(_, rest)| rest.split_once("</text>"))
+        })
+        .map(|(content, _)| content.trim())
+        .collect();
+    // The facts that reproduce it are in the picture, on lines that fit.
+    assert!(
+        texts.iter().any(|t| t.starts_with("50 clients")),
+        "{texts:?}"
+    );
+    assert!(texts.iter().any(|t| t.ends_with("seed 7")), "{texts:?}");
+    assert!(texts.iter().all(|t| t.chars().count() <= 160), "{texts:?}");
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("first attempts staggered over 1s")),
+        "{texts:?}"
+    );
+    // Nothing left beside it.
+    assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1);
 }

@@ -7,16 +7,21 @@ use std::process::Stdio;
 use crate::util::command;
 
 #[test]
-fn a_closed_stdout_is_opened_on_dev_null_before_anything_else_can_take_it() {
-    // sh closes fd 1, then execs retry; the command's test succeeds only if
-    // its fd 1 (inherited from retry) is /dev/null.
+fn a_closed_stdout_is_held_on_dev_null_by_retry_and_closed_for_the_command() {
+    // sh closes fd 1, then execs retry, which opens a log file: the file
+    // must not take fd 1 (retry holds /dev/null there), and the command
+    // must find its fd 1 closed, as it would have without retry.
+    let dir = crate::util::scratch();
+    let log = crate::util::path_str(&dir.path().join("log"));
     let out = std::process::Command::new("sh")
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("R", crate::util::bin())
         .args([
             "-c",
-            "exec >&- && exec \"$R\" --max 1 -- sh -c '[ /proc/self/fd/1 -ef /dev/null ]'",
+            &format!(
+                "exec >&- && exec \"$R\" --log-file {log} --max 1 -- sh -c '[ /proc/$PPID/fd/1 -ef /dev/null ] && [ ! -e /proc/$$/fd/1 ]'"
+            ),
         ])
         .output()
         .expect("sh runs");

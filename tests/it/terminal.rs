@@ -55,6 +55,39 @@ fn ctrl_c_at_the_terminal_ends_the_run_with_130_and_no_more_attempts() {
     assert!(screen.contains("interrupted by SIGINT"), "{screen}");
 }
 
+#[test]
+fn ctrl_c_at_the_terminal_also_ends_a_background_job_of_the_attempt() {
+    let dir = crate::util::scratch();
+    let bg = dir.path().join("bg");
+    let mut t = Pty::retry(
+        &[
+            "--max",
+            "3",
+            "--kill-after",
+            "12s",
+            "--",
+            "sh",
+            "-c",
+            &format!(
+                "sleep 300 & echo $! > {}; echo ready:$((6*7)); sleep 300",
+                crate::util::path_str(&bg)
+            ),
+        ],
+        &[],
+    );
+    t.expect("ready:42", SOON);
+    let job = crate::util::read_pid(&bg);
+    let pressed = Instant::now();
+    t.type_keys(b"\x03");
+    let (screen, code) = t.wait(SOON);
+    assert_eq!(code, Some(130), "{screen}");
+    assert!(pressed.elapsed() < Duration::from_secs(6), "{screen}");
+    assert!(
+        crate::util::gone_within(job, Duration::from_secs(5)),
+        "the background job survived"
+    );
+}
+
 /// An interactive bash on a fresh terminal, with `retry` on its PATH.
 fn shell() -> Pty {
     let dir = bin().parent().expect("binary directory");

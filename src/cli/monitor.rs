@@ -1,0 +1,69 @@
+//! The monitoring flags (Prometheus metrics and heartbeat pings), flattened
+//! into [`super::Cli`]. Values arrive as strings; `policy` validates them.
+
+use std::path::PathBuf;
+
+use clap::{ArgAction, Args};
+
+const HEADING: &str = "Monitoring";
+
+#[derive(Debug, Args)]
+pub struct MonitorArgs {
+    /// Write the run's metrics to PATH for node_exporter's textfile collector
+    ///
+    /// Written whole when the run ends, however it ends (a signal included):
+    /// to a temporary file beside PATH, renamed into place, mode 0644. The
+    /// times of the last success and of the last failure are kept from the
+    /// previous file. The directory must be writable, and writable by nobody
+    /// but its owner (you or root), unless it is sticky; otherwise retry
+    /// exits 2 before running anything. Name the file NAME.prom.
+    #[arg(long, value_name = "PATH", allow_hyphen_values = true, help_heading = HEADING)]
+    pub metrics_file: Option<PathBuf>,
+
+    /// Push the run's metrics to a Prometheus Pushgateway at URL, e.g. http://pushgateway:9091
+    ///
+    /// Sent with POST to URL/metrics/job/NAME plus the --metrics-label
+    /// pairs, so the time of the last success survives a failed run (and the
+    /// other way round). At most about 2 seconds; a gateway that cannot be
+    /// reached costs a warning, never the exit status. A password in URL is
+    /// never shown.
+    #[arg(long, value_name = "URL", allow_hyphen_values = true, help_heading = HEADING)]
+    pub metrics_push: Option<String>,
+
+    /// The metrics' job label (Pushgateway: grouping key) [default: --group, else COMMAND's name, or http]
+    #[arg(long, value_name = "NAME", allow_hyphen_values = true, help_heading = HEADING)]
+    pub metrics_job: Option<String>,
+
+    /// Add a label to the metrics (Pushgateway: a grouping key), e.g. instance=$(hostname); repeatable
+    #[arg(
+        long,
+        value_name = "KEY=VALUE",
+        action = ArgAction::Append,
+        allow_hyphen_values = true,
+        help_heading = HEADING
+    )]
+    pub metrics_label: Vec<String>,
+
+    /// Ping a heartbeat monitor at URL (healthchecks.io protocol)
+    ///
+    /// URL/start before the first attempt, then URL when the run succeeds or
+    /// URL/STATUS (the exit status) when it gives up, is refused or is
+    /// interrupted: never once per attempt, so a failure that recovered
+    /// raises no alarm. Each ping is tried up to 3 times within about 10
+    /// seconds; a ping that fails costs a warning, never the exit status.
+    /// The URL is masked in every log line (its path is the secret).
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "RETRY_PING",
+        // The URL is a secret: --help must not print the variable's value.
+        hide_env_values = true,
+        allow_hyphen_values = true,
+        help_heading = HEADING
+    )]
+    pub ping: Option<String>,
+
+    /// Send a summary of the run (attempts, times, the log's last lines; masked, at most 10 KB) with the final ping
+    #[arg(long, help_heading = HEADING)]
+    pub ping_log: bool,
+}

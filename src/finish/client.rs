@@ -1,0 +1,177 @@
+//! The HTTP client of the end-of-run outputs (the metrics push and the
+//! heartbeat pings): HTTP mode's TLS set-up (the system's roots, or
+//! `SSL_CERT_FILE`/`SSL_CERT_DIR`, read only when a TLS connection is made),
+//! reqwest's own retries off, and a limit on every exchange, which also
+//! gives way to a further terminating signal.
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+use reqwest::{Client, RequestBuilder};
+
+use super::Ctx;
+use crate::attempt::http::tls;
+use crate::signals::{Signals, is_terminating, suspend_self};
+
+/// How much of an answer's body is read: enough for the server's one-line
+/// complaint (the Pushgateway's "pushed metrics are invalid").
+const BODY_START: usize = 300;
+
+/// A client for retry's own short requests.
+pub fn build() -> Result<Client, String> {
+    let tls = tls::client_config(Vec::new(), false)
+        .map_err(|e| format!("cannot set up TLS: {}", explain_tls(&e)))?;
+    Client::builder()
+        .retry(reqwest::retry::never())
+        .user_agent(concat!("retry/", env!("CARGO_PKG_VERSION")))
+        .tls_backend_preconfigured(tls)
+        .referer(false)
+        .redirect(reqwest::redirect::Policy::limited(5))
+        .build()
+        .map_err(|e| format!("cannot set up HTTP: {}", root(&e)))
+}
+
+/// What came back.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    /// The start of the body, as text.
+    pub body_start: String,
+}
+
+/// Why no answer came back.
+#[derive(Debug)]
+pub enum Failure {
+    /// The exchange took longer than its limit.
+    TimedOut(Duration),
+    /// It failed; in words, without the URL.
+    Failed(String),
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::TimedOut(limit) => {
+                write!(f, "no answer within {}", crate::human::human(*limit))
+            }
+            Failure::Failed(why) => f.write_str(why),
+        }
+    }
+}
+
+/// Sends `request` and reads the start of the answer, within `limit`.
+pub async fn exchange(request: RequestBuilder, limit: Duration) -> Result<Answer, Failure> {
+    let work = async {
+        let mut response = request
+            .send()
+            .await
+            .map_err(|e| describe(&e.without_url()))?;
+        let status = response.status().as_u16();
+        let mut body = Vec::new();
+        while body.len() < BODY_START {
+            match response.chunk().await {
+                Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+                // The status is what counts; a body cut short changes nothing.
+                Ok(None) | Err(_) => break,
+            }
+        }
+        body.truncate(BODY_START);
+        Ok(Answer {
+            status,
+            body_start: String::from_utf8_lossy(&body).into_owned(),
+        })
+    };
+    match tokio::time::timeout(limit, work).await {
+        Ok(Ok(answer)) => Ok(answer),
+        Ok(Err(why)) => Err(Failure::Failed(why)),
+        Err(_) => Err(Failure::TimedOut(limit)),
+    }
+}
+
+/// `work`, unless a terminating signal arrives first (a second Ctrl-C, a
+/// supervisor's second TERM): then `None`, and the rest of the reporting
+/// is skipped as well (`Ctx::cut`). Reporting never holds retry against
+/// its caller's will.
+pub async fn unless_cut<T>(work: impl Future<Output = T>, ctx: &mut Ctx<'_>) -> Option<T> {
+    if ctx.cut.is_some() {
+        return None;
+    }
+    tokio::select! {
+        r = work => Some(r),
+        sig = next_terminating(ctx.signals) => {
+            ctx.cut = Some(sig);
+            None
+        }
+    }
+}
+
+/// Why a piece of reporting did not happen, after [`unless_cut`].
+pub fn cut_short(ctx: &Ctx<'_>) -> String {
+    match ctx.cut {
+        Some(sig) => format!("cut short by {}", crate::classify::signal_name(sig as i32)),
+        None => "cut short".to_string(),
+    }
+}
+
+/// The next terminating signal that arrives from now on; Ctrl-Z still
+/// suspends retry meanwhile.
+async fn next_terminating(signals: &mut Signals) -> Signal {
+    loop {
+        let sig = signals.recv().await;
+        if is_terminating(sig) {
+            return sig;
+        }
+        if sig == Signal::SIGTSTP {
+            suspend_self();
+        }
+    }
+}
+
+/// A failed request in words, free of the URL (which may hold a secret).
+fn describe(e: &reqwest::Error) -> String {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(t) = err.downcast_ref::<rustls::Error>() {
+            return explain_tls(t);
+        }
+        cur = cause(err);
+    }
+    let why = root(e);
+    if e.is_connect() {
+        format!("could not connect: {why}")
+    } else {
+        why
+    }
+}
+
+/// A TLS failure in HTTP mode's words; `--cacert` is HTTP mode's alone,
+/// the system's trust (`SSL_CERT_FILE`) is what applies here.
+fn explain_tls(e: &rustls::Error) -> String {
+    tls::explain(e, false).replace(
+        "--cacert FILE adds a trust anchor",
+        "SSL_CERT_FILE adds trust anchors",
+    )
+}
+
+/// The next error down the chain, looking inside io::Errors (whose
+/// `source` skips the error they wrap).
+fn cause<'a>(
+    err: &'a (dyn std::error::Error + 'static),
+) -> Option<&'a (dyn std::error::Error + 'static)> {
+    if let Some(io) = err.downcast_ref::<std::io::Error>()
+        && let Some(inner) = io.get_ref()
+    {
+        return Some(inner);
+    }
+    err.source()
+}
+
+/// The innermost cause: the most specific wording, and never reqwest's
+/// outer message, which repeats the URL.
+fn root(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cur = e;
+    while let Some(next) = cause(cur) {
+        cur = next;
+    }
+    cur.to_string()
+}

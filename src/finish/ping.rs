@@ -1,0 +1,364 @@
+//! `--ping URL`: a heartbeat monitor (a dead man's switch) hears how the
+//! run went, in the healthchecks.io protocol that Cronitor-style and
+//! self-hosted monitors accept too: `URL/start` before the first attempt,
+//! then `URL` when the run succeeds or `URL/STATUS` (the exit status) when
+//! it gives up, is refused or is interrupted. Never once per attempt: a
+//! failure that recovered raises no alarm.
+//!
+//! The first attempt waits for the start ping's answer [`START_WAIT`] at
+//! most; a slower monitor gets it in the background, so it never holds the
+//! command up longer. The final ping waits for it, so the monitor never
+//! hears "started" after "done". Each ping is tried up to [`TRIES`] times,
+//! [`TRY_LIMIT`] each, with jittered pauses (10.5 s at most); a ping that
+//! fails costs one warning, never the exit status. The URL's path is the
+//! secret, so logs show only its host. With `--ping-log`, the final ping
+//! carries a masked summary of the run ([`body`]).
+
+use std::fmt::Write;
+use std::time::Duration;
+
+use rand::TryRng;
+use reqwest::header::CONTENT_TYPE;
+use reqwest::{Client, Url};
+use tokio::task::JoinHandle;
+
+use super::client;
+use super::{Ctx, Output, RunSummary, Work};
+use crate::backoff::{Backoff, DelayPolicy, Growth, Jitter};
+use crate::event::Event;
+use crate::human::human;
+use crate::log::Tail;
+use crate::mask;
+use crate::rng::{self, JitterRng};
+
+/// `--ping` and `--ping-log`, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PingOptions {
+    pub url: Url,
+    /// Send the run's summary with the final ping.
+    pub log: bool,
+}
+
+/// The largest body a ping carries (what healthchecks.io keeps).
+pub const BODY_LIMIT: usize = 10_000;
+/// Tries per ping.
+pub const TRIES: u32 = 3;
+/// The limit of one try, connection included.
+pub const TRY_LIMIT: Duration = Duration::from_secs(3);
+/// How long the first attempt waits for the start ping's answer.
+pub const START_WAIT: Duration = Duration::from_secs(1);
+
+/// Pauses between tries: 250-500 ms, then 500 ms-1 s. With the tries,
+/// a ping takes at most 10.5 s.
+const PAUSES: DelayPolicy = DelayPolicy {
+    growth: Growth::Exponential { multiplier: 2.0 },
+    jitter: Jitter::Equal,
+    base: Duration::from_millis(500),
+    cap: Duration::from_secs(2),
+};
+
+/// The start ping: under way in the background, or over.
+enum Start {
+    Running(JoinHandle<Result<(), String>>),
+    Done(Result<(), String>),
+}
+
+pub struct Ping {
+    url: Url,
+    send_log: bool,
+    client: Option<Client>,
+    start: Option<Start>,
+    tail: Option<Tail>,
+}
+
+impl Ping {
+    pub fn new(options: &PingOptions) -> Ping {
+        Ping {
+            url: options.url.clone(),
+            send_log: options.log,
+            client: None,
+            start: None,
+            tail: None,
+        }
+    }
+
+    fn shown(&self) -> String {
+        mask::url_host_only(self.url.as_str())
+    }
+
+    /// The client, built on first use; a failure is the warning's text.
+    fn client(&mut self) -> Result<Client, String> {
+        if let Some(c) = &self.client {
+            return Ok(c.clone());
+        }
+        let c = client::build()?;
+        self.client = Some(c.clone());
+        Ok(c)
+    }
+}
+
+/// `url` with one more path segment (`start`, `1`), its query kept.
+pub fn with_segment(url: &Url, segment: &str) -> Url {
+    let mut u = url.clone();
+    if let Ok(mut path) = u.path_segments_mut() {
+        path.pop_if_empty().push(segment);
+    }
+    u
+}
+
+/// Each ping draws its pauses from the OS's randomness: hosts that ping one
+/// monitor must not retry in step.
+fn pause_rng() -> JitterRng {
+    let seed = rand::rngs::SysRng
+        .try_next_u64()
+        .unwrap_or_else(|_| u64::from(std::process::id()));
+    rng::seeded(rng::mask_seed(seed))
+}
+
+/// One ping, tried until it is answered with 2xx, refused for good (a 4xx
+/// other than 408 and 429), or out of tries: at most [`TRIES`] times
+/// [`TRY_LIMIT`] plus the pauses, about 10 s.
+async fn ping(client: Client, url: Url, body: Option<String>) -> Result<(), String> {
+    let mut pauses = Backoff::new(PAUSES);
+    let mut rng = pause_rng();
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let request = match &body {
+            Some(b) => client
+                .post(url.clone())
+                .header(CONTENT_TYPE, "text/plain; charset=utf-8")
+                .body(b.clone()),
+            None => client.get(url.clone()),
+        };
+        let why = match client::exchange(request, TRY_LIMIT).await {
+            Ok(a) if (200..300).contains(&a.status) => return Ok(()),
+            Ok(a) => {
+                let why = format!("HTTP {}", a.status);
+                if a.status < 500 && !matches!(a.status, 408 | 429) {
+                    return Err(why);
+                }
+                why
+            }
+            Err(f) => f.to_string(),
+        };
+        if tries >= TRIES {
+            return Err(format!("{why} ({tries} tries)"));
+        }
+        tokio::time::sleep(pauses.next(&mut rng).delay).await;
+    }
+}
+
+impl Output for Ping {
+    fn started<'a>(&'a mut self, ctx: &'a mut Ctx<'_>) -> Work<'a> {
+        Box::pin(async move {
+            if self.send_log {
+                self.tail = Some(ctx.log.keep_tail(BODY_LIMIT));
+            }
+            match self.client() {
+                Ok(c) => {
+                    let url = with_segment(&self.url, "start");
+                    let mut running = tokio::spawn(ping(c, url, None));
+                    // Signals wait meanwhile: the attempt runner hears them.
+                    self.start = Some(match tokio::time::timeout(START_WAIT, &mut running).await {
+                        Ok(done) => Start::Done(done.unwrap_or_else(|e| Err(e.to_string()))),
+                        Err(_) => Start::Running(running),
+                    });
+                }
+                Err(why) => {
+                    let message = format!("cannot ping {}: {why}", self.shown());
+                    ctx.log.emit(&Event::Warning { message: &message });
+                }
+            }
+        })
+    }
+
+    fn finished<'a>(&'a mut self, summary: &'a RunSummary, ctx: &'a mut Ctx<'_>) -> Work<'a> {
+        Box::pin(async move {
+            let shown = self.shown();
+            // The start ping has its own limit; a monitor that heard the end
+            // first would take a late "start" for a new run.
+            if let Some(start) = self.start.take() {
+                let outcome = match start {
+                    Start::Done(r) => r,
+                    Start::Running(mut running) => {
+                        match client::unless_cut(&mut running, ctx).await {
+                            Some(r) => r.unwrap_or_else(|e| Err(e.to_string())),
+                            None => {
+                                running.abort();
+                                Err(client::cut_short(ctx))
+                            }
+                        }
+                    }
+                };
+                match outcome {
+                    Ok(()) => {
+                        let message = format!("pinged {shown} (start)");
+                        ctx.log.emit(&Event::Note { message: &message });
+                    }
+                    Err(why) => {
+                        let message = format!("the start ping to {shown} failed: {why}");
+                        ctx.log.emit(&Event::Warning { message: &message });
+                    }
+                }
+            }
+            if ctx.cut.is_some() {
+                return;
+            }
+            let (url, what) = if summary.exit_code == 0 {
+                (self.url.clone(), "success".to_string())
+            } else {
+                let code = summary.exit_code.to_string();
+                (
+                    with_segment(&self.url, &code),
+                    format!("exit status {code}"),
+                )
+            };
+            let client = match self.client() {
+                Ok(c) => c,
+                Err(why) => {
+                    let message = format!("cannot ping {shown}: {why}");
+                    ctx.log.emit(&Event::Warning { message: &message });
+                    return;
+                }
+            };
+            let payload = self.send_log.then(|| {
+                let tail = self.tail.as_ref().map(Tail::text).unwrap_or_default();
+                body(summary, &tail)
+            });
+            let outcome = client::unless_cut(ping(client, url, payload), ctx)
+                .await
+                .unwrap_or_else(|| Err(client::cut_short(ctx)));
+            let message = match outcome {
+                Ok(()) => {
+                    let message = format!("pinged {shown} ({what})");
+                    ctx.log.emit(&Event::Note { message: &message });
+                    return;
+                }
+                Err(why) => format!(
+                    "the {what} ping to {shown} failed: {why}; the exit status is unchanged"
+                ),
+            };
+            ctx.log.emit(&Event::Warning { message: &message });
+        })
+    }
+}
+
+/// The final ping's body with `--ping-log`: the run in a few lines, then
+/// the log's last lines; masked, and at most [`BODY_LIMIT`] bytes (the
+/// oldest log lines give way first).
+pub fn body(summary: &RunSummary, tail: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "outcome: {}", summary.end.as_str());
+    let _ = writeln!(out, "exit status: {}", summary.exit_code);
+    let _ = writeln!(out, "attempts: {}", summary.attempts);
+    if let Some(last) = &summary.last_status {
+        let _ = writeln!(out, "last attempt: {}", mask::text(&last.to_string()));
+    }
+    if summary.retries_refused > 0 {
+        let _ = writeln!(
+            out,
+            "retries refused by the group's budget: {}",
+            summary.retries_refused
+        );
+    }
+    let _ = writeln!(
+        out,
+        "started: {}",
+        humantime::format_rfc3339_millis(summary.started_at)
+    );
+    let _ = writeln!(out, "duration: {}", human(summary.duration));
+    let tail = mask::text(tail);
+    if tail.is_empty() {
+        return truncate_front(out, BODY_LIMIT);
+    }
+    out.push_str("\nlast lines of the log:\n");
+    let room = BODY_LIMIT.saturating_sub(out.len());
+    let kept = truncate_front(tail, room);
+    out.push_str(&kept);
+    out
+}
+
+/// The end of `s` in at most `limit` bytes, starting at a line's start
+/// where it can (else at a character's).
+fn truncate_front(s: String, limit: usize) -> String {
+    if s.len() <= limit {
+        return s;
+    }
+    let mut from = s.len() - limit;
+    while !s.is_char_boundary(from) {
+        from += 1;
+    }
+    let rest = &s[from..];
+    if s.as_bytes()[from - 1] == b'\n' {
+        return rest.to_string();
+    }
+    match rest.find('\n') {
+        Some(nl) if nl + 1 < rest.len() => rest[nl + 1..].to_string(),
+        _ => rest.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::Status;
+    use crate::event::End;
+    use std::time::UNIX_EPOCH;
+
+    fn summary() -> RunSummary {
+        RunSummary {
+            started_at: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+            duration: Duration::from_millis(2_312),
+            attempts: 5,
+            exit_code: 1,
+            end: End::Exhausted,
+            last_status: Some(Status::Exited(1)),
+            retries_refused: 0,
+        }
+    }
+
+    #[test]
+    fn pings_go_below_the_url_and_keep_its_query() {
+        let base = Url::parse("https://hc-ping.com/uuid?rid=7").unwrap();
+        assert_eq!(
+            with_segment(&base, "start").as_str(),
+            "https://hc-ping.com/uuid/start?rid=7"
+        );
+        let base = Url::parse("http://127.0.0.1:8000/ping/key/slug/").unwrap();
+        assert_eq!(
+            with_segment(&base, "143").as_str(),
+            "http://127.0.0.1:8000/ping/key/slug/143"
+        );
+    }
+
+    #[test]
+    fn the_body_sums_up_the_run_then_the_log() {
+        let tail = "retry: attempt 1/5 failed (exit 1) after 3ms\nretry: fetching https://u:pw@h/x?token=abc\n";
+        let b = body(&summary(), tail);
+        assert_eq!(
+            b,
+            "outcome: exhausted\nexit status: 1\nattempts: 5\nlast attempt: exit 1\n\
+             started: 2023-11-14T22:13:20.000Z\nduration: 2s 312ms\n\n\
+             last lines of the log:\nretry: attempt 1/5 failed (exit 1) after 3ms\n\
+             retry: fetching https://u:***@h/x?token=***\n"
+        );
+    }
+
+    #[test]
+    fn the_body_keeps_the_newest_lines_within_10_kb() {
+        let tail: String = (0..5000).map(|i| format!("retry: line {i}\n")).collect();
+        let b = body(&summary(), &tail);
+        assert!(b.len() <= BODY_LIMIT, "{}", b.len());
+        assert!(b.starts_with("outcome: exhausted\n"));
+        assert!(b.ends_with("retry: line 4999\n"));
+        let first_log_line = b.split("last lines of the log:\n").nth(1).unwrap();
+        assert!(
+            first_log_line.starts_with("retry: line "),
+            "{first_log_line:.40}"
+        );
+        // Multi-byte text is cut at a character.
+        let wide: String = "é".repeat(20_000);
+        assert!(truncate_front(wide, 11).len() <= 11);
+    }
+}

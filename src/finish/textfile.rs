@@ -1,0 +1,90 @@
+//! `--metrics-file`: the run's metrics for node_exporter's textfile
+//! collector, written whole or not at all.
+//!
+//! The collector may read the file at any moment, so it is written to a
+//! temporary file in the same directory (unnamed where the file system
+//! allows), flushed, given mode 0644 and renamed into place: a reader sees
+//! the old file or the new one, never half of one. The directory is checked
+//! as for every file retry writes (`fsutil::Rule::Output`), once before the
+//! command runs ([`check`]: a usage error) and again when writing. The
+//! previous file is read without following a link, for the times of the
+//! last success and failure.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::metrics::{self, Kept};
+use super::{Ctx, Output, RunSummary, Work};
+use crate::event::Event;
+use crate::fsutil::{self, Durability, Rule};
+
+/// Mode of the metrics file: the collector runs as another user.
+const MODE: u32 = 0o644;
+
+pub struct Textfile {
+    path: PathBuf,
+    /// The job label, then `--metrics-label`'s.
+    labels: Vec<(String, String)>,
+}
+
+impl Textfile {
+    pub fn new(path: PathBuf, labels: Vec<(String, String)>) -> Textfile {
+        Textfile { path, labels }
+    }
+}
+
+/// Whether the metrics file can be written at `path`: its directory exists,
+/// is trusted, and a file can be created in it (nothing is left there).
+/// The error is the usage-error line.
+pub fn check(path: &Path) -> Result<(), String> {
+    let target = fsutil::resolve(path, Rule::Output)
+        .map_err(|e| format!("cannot write --metrics-file {}: {e}", path.display()))?;
+    target.dir.probe_writable().map_err(|e| {
+        format!(
+            "cannot write --metrics-file {}: {}: {e}",
+            path.display(),
+            target.dir.path().display()
+        )
+    })
+}
+
+/// Writes the metrics; the error is the warning's text.
+fn write(path: &Path, summary: &RunSummary, labels: &[(String, String)]) -> Result<(), String> {
+    let target = fsutil::resolve(path, Rule::Output).map_err(|e| e.to_string())?;
+    let shown = target.path();
+    let fail = |e: std::io::Error| format!("{}: {e}", shown.display());
+    // A file that cannot be read (not ours, not a regular file) keeps no
+    // times: it is replaced all the same.
+    let kept = match target.dir.read_at(&target.name) {
+        Ok(Some((bytes, _))) => metrics::kept_from(&String::from_utf8_lossy(&bytes)),
+        Ok(None) | Err(_) => Kept::default(),
+    };
+    let text = metrics::render(summary, labels, kept);
+    let mut temp = target.dir.temp_file(&target.name, MODE).map_err(fail)?;
+    temp.file_mut().write_all(text.as_bytes()).map_err(fail)?;
+    // An existing file keeps its owner where retry may set it; the mode is
+    // always 0644, whatever the umask, so the collector can read it.
+    let (uid, gid) = target
+        .existing
+        .as_ref()
+        .map_or((None, None), |s| (Some(s.st_uid), Some(s.st_gid)));
+    temp.set_mode_and_owner(MODE, uid, gid).map_err(fail)?;
+    temp.persist(&target.name, Durability::Sync).map_err(fail)
+}
+
+impl Output for Textfile {
+    fn finished<'a>(&'a mut self, summary: &'a RunSummary, ctx: &'a mut Ctx<'_>) -> Work<'a> {
+        Box::pin(async move {
+            match write(&self.path, summary, &self.labels) {
+                Ok(()) => {
+                    let message = format!("metrics written to {}", self.path.display());
+                    ctx.log.emit(&Event::Note { message: &message });
+                }
+                Err(why) => {
+                    let message = format!("cannot write --metrics-file: {why}");
+                    ctx.log.emit(&Event::Warning { message: &message });
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,243 @@
+//! The monitoring flags: `--metrics-file`, `--metrics-push`, `--metrics-job`,
+//! `--metrics-label`, `--ping` and `--ping-log`, validated into the
+//! end-of-run options. URLs are masked in messages: a heartbeat URL's path
+//! and a gateway's password are secrets.
+
+use std::ffi::OsStr;
+use std::path::Path;
+
+use reqwest::Url;
+
+use super::{Mode, Names, UsageError, path_arg};
+use crate::cli::Cli;
+use crate::finish::FinishOptions;
+use crate::finish::metrics::{MetricsOptions, is_label_name};
+use crate::finish::ping::PingOptions;
+use crate::mask;
+
+const PUSH_FORM: &str = "the http:// or https:// URL of a Pushgateway, such as http://pushgateway:9091 (retry adds /metrics/job/...)";
+const PING_FORM: &str =
+    "an http:// or https:// URL of a heartbeat check, such as https://hc-ping.com/UUID";
+const LABEL_FORM: &str = "KEY=VALUE, KEY a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*, not starting with __), VALUE not empty";
+
+/// The monitoring options for `mode`. `state_show`: `--state-show` was
+/// given, which runs nothing either.
+pub(super) fn options(
+    cli: &Cli,
+    names: &Names,
+    mode: &Mode,
+    state_show: bool,
+) -> Result<FinishOptions, UsageError> {
+    let m = &cli.monitor;
+    let runs_nothing = match mode {
+        Mode::DryRun { .. } => Some("--dry-run"),
+        Mode::Simulate { .. } => Some("--simulate"),
+        _ if state_show => Some("--state-show"),
+        Mode::Run { .. } | Mode::Http { .. } => None,
+    };
+    if let Some(by) = runs_nothing {
+        // RETRY_PING set for the user's real runs does not stand in the way
+        // of a preview; a flag given does.
+        let given = [
+            ("--metrics-file", m.metrics_file.is_some()),
+            ("--metrics-push", m.metrics_push.is_some()),
+            ("--metrics-job", m.metrics_job.is_some()),
+            ("--metrics-label", !m.metrics_label.is_empty()),
+            ("--ping", m.ping.is_some() && !names.came_from_env("ping")),
+            ("--ping-log", m.ping_log),
+        ];
+        if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
+            return Err(UsageError(format!(
+                "{flag} reports on a run, and {by} runs nothing: leave it out"
+            )));
+        }
+        return Ok(FinishOptions::default());
+    }
+    Ok(FinishOptions {
+        metrics: metrics(cli, mode)?,
+        ping: ping(cli, names)?,
+    })
+}
+
+fn metrics(cli: &Cli, mode: &Mode) -> Result<Option<MetricsOptions>, UsageError> {
+    let m = &cli.monitor;
+    // Every value is judged first: a flag that took the next word as its
+    // value is named as such, whatever else is missing.
+    if let Some(file) = &m.metrics_file {
+        path_arg(
+            "--metrics-file",
+            file,
+            "a file for node_exporter's textfile collector, such as /var/lib/prometheus/node-exporter/backup.prom",
+        )?;
+    }
+    let push = m.metrics_push.as_deref().map(push_url).transpose()?;
+    let job = m.metrics_job.as_deref().map(job_name).transpose()?;
+    let mut labels: Vec<(String, String)> = Vec::with_capacity(m.metrics_label.len());
+    for pair in &m.metrics_label {
+        let (key, value) = label(pair)?;
+        if labels.iter().any(|(k, _)| *k == key) {
+            return Err(UsageError(format!(
+                "--metrics-label {key} is given twice: each label takes one value"
+            )));
+        }
+        labels.push((key, value));
+    }
+    if m.metrics_file.is_none() && push.is_none() {
+        let unused = [
+            ("--metrics-job", job.is_some()),
+            ("--metrics-label", !labels.is_empty()),
+        ];
+        if let Some((flag, _)) = unused.iter().find(|(_, on)| *on) {
+            return Err(UsageError(format!(
+                "{flag} applies to the metrics of --metrics-file or --metrics-push: give one of them"
+            )));
+        }
+        return Ok(None);
+    }
+    Ok(Some(MetricsOptions {
+        file: m.metrics_file.clone(),
+        push,
+        job: job.unwrap_or_else(|| default_job(cli, mode)),
+        labels,
+    }))
+}
+
+/// `--metrics-job`'s value: not empty, and not starting with '-' (most
+/// likely the next option, taken as the value).
+fn job_name(j: &str) -> Result<String, UsageError> {
+    const FORM: &str = "a job name, such as backup (not empty, not starting with '-')";
+    if j.trim().is_empty() || j.starts_with('-') {
+        return Err(super::invalid("--metrics-job", j, FORM));
+    }
+    Ok(j.to_string())
+}
+
+/// The job when `--metrics-job` is not given: the group, else the
+/// command's name (`backup` for `/usr/local/bin/backup`), or `http`.
+fn default_job(cli: &Cli, mode: &Mode) -> String {
+    if let Some(g) = cli.state.group.as_deref().filter(|g| !g.is_empty()) {
+        return g.to_string();
+    }
+    match mode {
+        Mode::Run { command } => command
+            .first()
+            .map(|c| {
+                let name = Path::new(c).file_name().unwrap_or(OsStr::new(c));
+                name.to_string_lossy().into_owned()
+            })
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "retry".to_string()),
+        _ => "http".to_string(),
+    }
+}
+
+fn label(pair: &str) -> Result<(String, String), UsageError> {
+    let Some((key, value)) = pair.split_once('=') else {
+        return Err(super::invalid("--metrics-label", pair, LABEL_FORM));
+    };
+    if key == "job" {
+        return Err(UsageError(
+            "--metrics-label cannot set job: use --metrics-job NAME".to_string(),
+        ));
+    }
+    if !is_label_name(key) || value.is_empty() {
+        return Err(super::invalid("--metrics-label", pair, LABEL_FORM));
+    }
+    Ok((key.to_string(), value.to_string()))
+}
+
+/// An http(s) URL with a host; `shown` is how a message may show `s`.
+fn web_url(s: &str, shown: &str, flag: &str, form: &str) -> Result<Url, UsageError> {
+    if super::looks_like_an_option(s) {
+        return Err(super::missing_value(flag, s, form));
+    }
+    // Not a URL, and no secret either: shown as it is.
+    let shown = if s.trim_start().starts_with('-') {
+        s
+    } else {
+        shown
+    };
+    let url = Url::parse(s.trim()).map_err(|_| super::invalid(flag, shown, form))?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+        return Err(super::invalid(flag, shown, form));
+    }
+    Ok(url)
+}
+
+fn push_url(s: &str) -> Result<Url, UsageError> {
+    let url = web_url(s, &mask::url(s), "--metrics-push", PUSH_FORM)?;
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(super::invalid("--metrics-push", &mask::url(s), PUSH_FORM));
+    }
+    Ok(url)
+}
+
+fn ping(cli: &Cli, names: &Names) -> Result<Option<PingOptions>, UsageError> {
+    let m = &cli.monitor;
+    let Some(s) = m.ping.as_deref() else {
+        if m.ping_log {
+            return Err(UsageError(
+                "--ping-log sends the run's summary with the final ping: give --ping URL (or RETRY_PING)"
+                    .to_string(),
+            ));
+        }
+        return Ok(None);
+    };
+    let flag = names.of("ping", "--ping");
+    let url = web_url(s, &mask::url_host_only(s), &flag, PING_FORM)?;
+    Ok(Some(PingOptions {
+        url,
+        log: m.ping_log,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::Cli;
+    use crate::policy::{Config, Nesting};
+
+    fn metrics(args: &[&str]) -> crate::finish::metrics::MetricsOptions {
+        let mut argv = vec!["retry", "--metrics-file", "m.prom"];
+        argv.extend_from_slice(args);
+        let config = Config::from_cli(Cli::parse_from(argv), Nesting::default()).expect("valid");
+        config.finish.metrics.expect("metrics options")
+    }
+
+    #[test]
+    fn the_job_is_the_flag_the_group_the_command_or_http() {
+        assert_eq!(
+            metrics(&["--", "/usr/local/bin/backup", "-x"]).job,
+            "backup"
+        );
+        assert_eq!(
+            metrics(&["--group", "nightly", "--", "/usr/local/bin/backup"]).job,
+            "nightly"
+        );
+        assert_eq!(
+            metrics(&["--metrics-job", "db", "--group", "g", "--", "x"]).job,
+            "db"
+        );
+        assert_eq!(metrics(&["--http", "http://127.0.0.1:1/"]).job, "http");
+    }
+
+    #[test]
+    fn labels_keep_their_order_and_values_may_hold_anything() {
+        let m = metrics(&[
+            "--metrics-label",
+            "instance=db-1",
+            "--metrics-label",
+            "path=/var/x=y \"q\"",
+            "--",
+            "true",
+        ]);
+        assert_eq!(
+            m.labels,
+            [
+                ("instance".to_string(), "db-1".to_string()),
+                ("path".to_string(), "/var/x=y \"q\"".to_string())
+            ]
+        );
+    }
+}

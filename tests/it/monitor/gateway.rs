@@ -1,0 +1,160 @@
+//! `--metrics-push` against a real Pushgateway: the grouping key, the last
+//! success kept across a failed run, and a gateway that is down or hangs
+//! costing a warning and at most about two seconds, never the status.
+
+use std::net::TcpListener;
+use std::time::Duration;
+
+use super::{Answer, Daemon, Recorder, promtool, sample};
+use crate::util::{retry, retry_sh};
+
+fn gateway() -> Daemon {
+    Daemon::start(
+        "prometheus-pushgateway",
+        "prometheus-pushgateway",
+        &["--web.listen-address=127.0.0.1:{port}"],
+        "/metrics",
+    )
+}
+
+#[test]
+fn the_gateway_keeps_the_last_success_across_a_failed_run() {
+    let gw = gateway();
+    let url = format!("http://127.0.0.1:{}", gw.port);
+    let push = |code: u8| {
+        retry_sh(
+            &[
+                "--max",
+                "2",
+                "--base",
+                "10ms",
+                "--metrics-push",
+                &url,
+                "--metrics-job",
+                "nightly backup",
+                "--metrics-label",
+                "instance=db/1",
+                "-v",
+            ],
+            &format!("exit {code}"),
+        )
+        .run()
+    };
+    let out = push(0);
+    out.expect_code(0);
+    assert!(
+        out.stderr_text().contains("metrics pushed to"),
+        "{}",
+        out.stderr_text()
+    );
+    // Values that cannot go in a path as they are (a space, a slash) reach
+    // the gateway whole.
+    let key = "{instance=\"db/1\",job=\"nightly backup\"}";
+    let first = gw.get("/metrics");
+    let success =
+        sample(&first, "retry_last_success_timestamp_seconds", key).expect("a success time");
+    assert_eq!(
+        sample(&first, "retry_last_run_success", key),
+        Some(1.0),
+        "{first}"
+    );
+    assert!(sample(&first, "retry_last_failure_timestamp_seconds", key).is_none());
+
+    std::thread::sleep(Duration::from_millis(20));
+    push(4).expect_code(4);
+    let second = gw.get("/metrics");
+    assert_eq!(
+        sample(&second, "retry_last_success_timestamp_seconds", key),
+        Some(success),
+        "{second}"
+    );
+    let failure =
+        sample(&second, "retry_last_failure_timestamp_seconds", key).expect("a failure time");
+    assert!(failure > success);
+    assert_eq!(sample(&second, "retry_last_run_success", key), Some(0.0));
+    assert_eq!(sample(&second, "retry_last_run_exit_code", key), Some(4.0));
+    assert_eq!(sample(&second, "retry_last_run_attempts", key), Some(2.0));
+    // The gateway checked the push; so does promtool, on what it serves.
+    let ours: String = second
+        .lines()
+        .filter(|l| l.contains("retry_"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let (said, ok) = promtool(&ours);
+    assert!(ok && said.is_empty(), "promtool: {said}");
+}
+
+#[test]
+fn a_gateway_that_is_down_costs_a_warning_and_never_the_status() {
+    // A port nobody listens on: the connection is refused at once.
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+        l.local_addr().expect("addr").port()
+    };
+    let url = format!("http://pusher:s3cret-pw@127.0.0.1:{port}");
+    for (code, script) in [(0, "exit 0"), (3, "exit 3")] {
+        let out = retry_sh(&["--max", "1", "--metrics-push", &url], script).run();
+        out.expect_code(code);
+        let err = out.stderr_text();
+        let warnings: Vec<_> = err.lines().filter(|l| l.contains("metrics")).collect();
+        assert_eq!(warnings.len(), 1, "{err}");
+        assert!(
+            warnings[0]
+                .starts_with("retry: warning: cannot push metrics to http://pusher:***@127.0.0.1"),
+            "{err}"
+        );
+        assert!(!err.contains("s3cret-pw"), "{err}");
+        assert!(out.elapsed < Duration::from_secs(3), "{:?}", out.elapsed);
+    }
+}
+
+#[test]
+fn a_gateway_that_never_answers_costs_about_two_seconds() {
+    let hang = Recorder::start(|_, _| Answer::Hang);
+    let out = retry([
+        "--log-format",
+        "json",
+        "--metrics-push",
+        &hang.url(""),
+        "--",
+        "true",
+    ])
+    .run();
+    out.expect_code(0);
+    assert!(
+        out.elapsed >= Duration::from_secs(2) && out.elapsed < Duration::from_secs(5),
+        "{:?}",
+        out.elapsed
+    );
+    let warning = out
+        .json()
+        .into_iter()
+        .find(|e| e["event"] == "warning")
+        .expect("a warning event");
+    assert!(
+        warning["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no answer within 2s")),
+        "{warning}"
+    );
+    assert_eq!(hang.lines(), ["POST /metrics/job/true"]);
+}
+
+#[test]
+fn a_gateway_that_refuses_the_push_says_why_in_one_line() {
+    let refuse = Recorder::start(|_, _| Answer::Status(400));
+    let out = retry(["--metrics-push", &refuse.url("/prefix/"), "--", "true"]).run();
+    out.expect_code(0);
+    let err = out.stderr_text();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("HTTP 400: OK"), "{err}");
+    let seen = refuse.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].path, "/prefix/metrics/job/true");
+    let body = String::from_utf8_lossy(&seen[0].body);
+    assert!(body.contains("\nretry_last_run_success 1\n"), "{body}");
+    assert!(
+        !body.contains("job="),
+        "no grouping label in the body: {body}"
+    );
+}

@@ -1,0 +1,489 @@
+//! `--ping URL` against a heartbeat endpoint on 127.0.0.1 that records
+//! every ping: start, success, exit status, the `--ping-log` body, retries
+//! of a failed ping, a server that hangs, and the URL (whose path is the
+//! secret) masked everywhere.
+
+use std::time::Duration;
+
+use nix::sys::signal::Signal;
+
+use super::{Answer, Recorder};
+use crate::util::{path_str, retry, retry_sh, scratch, wait_for_file};
+
+const CHECK: &str = "/ping/0f3c9a2e-secret-uuid";
+
+fn ok() -> Recorder {
+    Recorder::start(|_, _| Answer::Status(200))
+}
+
+#[test]
+fn a_run_that_recovers_sends_start_and_success_and_nothing_per_attempt() {
+    let hb = ok();
+    let count = scratch();
+    let script = format!(
+        "n=$(cat {c} 2>/dev/null || echo 0); echo $((n+1)) > {c}; [ $n -ge 2 ]",
+        c = path_str(&count.path().join("n"))
+    );
+    let out = retry_sh(&["--base", "10ms", "--ping", &hb.url(CHECK)], &script).run();
+    out.expect_code(0);
+    assert_eq!(
+        hb.lines(),
+        [format!("GET {CHECK}/start"), format!("GET {CHECK}")]
+    );
+    // Two failed attempts, recovered: no warning about pings.
+    assert!(!out.stderr_text().contains("ping"), "{}", out.stderr_text());
+}
+
+#[test]
+fn a_run_that_gives_up_sends_its_exit_status() {
+    let hb = ok();
+    let out = retry_sh(
+        &["--max", "3", "--base", "10ms", "--ping", &hb.url(CHECK)],
+        "exit 7",
+    )
+    .run();
+    out.expect_code(7);
+    assert_eq!(
+        hb.lines(),
+        [format!("GET {CHECK}/start"), format!("GET {CHECK}/7")]
+    );
+}
+
+#[test]
+fn the_url_may_come_from_retry_ping_and_the_final_ping_carries_the_log() {
+    let hb = ok();
+    let out = retry_sh(
+        &["--max", "3", "--base", "10ms", "--ping-log", "-q"],
+        "echo OUT$((1+1)); exit 2",
+    )
+    .env("RETRY_PING", hb.url(&format!("{CHECK}/")))
+    .run();
+    out.expect_code(2);
+    let seen = hb.seen();
+    assert_eq!(seen.len(), 2, "{:?}", hb.lines());
+    assert_eq!(seen[0].method, "GET");
+    assert!(seen[0].body.is_empty());
+    assert_eq!(seen[1].method, "POST");
+    assert_eq!(seen[1].path, format!("{CHECK}/2"));
+    let body = String::from_utf8(seen[1].body.clone()).expect("utf-8 body");
+    for want in [
+        "outcome: exhausted\n",
+        "exit status: 2\n",
+        "attempts: 3\n",
+        "last attempt: exit 2\n",
+        "duration: ",
+        "last lines of the log:\n",
+        // Every event is in it, whatever -q says.
+        "retry: attempt 1/3 failed (exit 2)",
+        "retry: giving up after 3 attempts",
+    ] {
+        assert!(body.contains(want), "{want:?} missing from:\n{body}");
+    }
+    // The command's output is its own: it never reaches the monitor.
+    assert!(!body.contains("OUT2"), "{body}");
+}
+
+#[test]
+fn the_summary_is_masked_and_at_most_10_kb() {
+    let hb = ok();
+    // Many attempts make a long log; the command line carries secrets.
+    let out = retry([
+        "--max",
+        "300",
+        "--base",
+        "1ms",
+        "--cap",
+        "1ms",
+        "-v",
+        "--ping-log",
+        "--ping",
+        &hb.url(CHECK),
+        "--",
+        "sh",
+        "-c",
+        "exit 1",
+        "--password=hunter2",
+        "https://u:pw-in-url@example.com/?token=tok-in-query",
+    ])
+    .run();
+    out.expect_code(1);
+    let seen = hb.seen();
+    let body = String::from_utf8(seen.last().expect("final ping").body.clone()).expect("utf-8");
+    assert!(body.len() <= 10_000, "{}", body.len());
+    assert!(
+        body.contains("retry: giving up after 300 attempts"),
+        "{body}"
+    );
+    for secret in ["hunter2", "pw-in-url", "tok-in-query"] {
+        assert!(!body.contains(secret), "{secret} in the body");
+    }
+}
+
+#[test]
+fn a_refusal_by_the_breaker_sends_75() {
+    let hb = ok();
+    let state = scratch();
+    let args = |cmd: &'static str| {
+        vec![
+            "--max".to_string(),
+            "1".into(),
+            "--group".into(),
+            "g".into(),
+            "--state".into(),
+            path_str(state.path()),
+            "--breaker".into(),
+            "1:1h".into(),
+            "--ping".into(),
+            hb.url(CHECK),
+            "--".into(),
+            cmd.into(),
+        ]
+    };
+    retry(args("false")).run().expect_code(1);
+    retry(args("true")).run().expect_code(75);
+    assert_eq!(
+        hb.lines(),
+        [
+            format!("GET {CHECK}/start"),
+            format!("GET {CHECK}/1"),
+            format!("GET {CHECK}/start"),
+            format!("GET {CHECK}/75"),
+        ]
+    );
+}
+
+#[test]
+fn a_run_ended_by_sigterm_pings_143() {
+    let hb = ok();
+    let dir = scratch();
+    let marker = dir.path().join("started");
+    let running = retry_sh(
+        &["--ping", &hb.url(CHECK)],
+        &format!("touch {}; exec sleep 30", path_str(&marker)),
+    )
+    .spawn();
+    wait_for_file(&marker, Duration::from_secs(20));
+    running.signal(Signal::SIGTERM);
+    running.wait().expect_code(143);
+    assert_eq!(
+        hb.lines(),
+        [format!("GET {CHECK}/start"), format!("GET {CHECK}/143")]
+    );
+}
+
+#[test]
+fn a_ping_answered_with_500_is_tried_again() {
+    // The first answer to each ping is a 500.
+    let hb = Recorder::start(|_, n| Answer::Status(if n % 2 == 0 { 500 } else { 200 }));
+    let out = retry(["--ping", &hb.url(CHECK), "--", "true"]).run();
+    out.expect_code(0);
+    assert_eq!(
+        hb.lines(),
+        [
+            format!("GET {CHECK}/start"),
+            format!("GET {CHECK}/start"),
+            format!("GET {CHECK}"),
+            format!("GET {CHECK}"),
+        ]
+    );
+    assert!(
+        !out.stderr_text().contains("warning"),
+        "{}",
+        out.stderr_text()
+    );
+}
+
+#[test]
+fn a_ping_refused_for_good_is_not_tried_again() {
+    let hb = Recorder::start(|_, _| Answer::Status(404));
+    let out = retry(["--ping", &hb.url(CHECK), "--", "true"]).run();
+    out.expect_code(0);
+    assert_eq!(hb.seen().len(), 2, "{:?}", hb.lines());
+    let err = out.stderr_text();
+    assert_eq!(err.lines().count(), 2, "one warning per failed ping: {err}");
+    assert!(err.contains("HTTP 404"), "{err}");
+}
+
+#[test]
+fn a_monitor_that_hangs_is_bounded_and_never_changes_the_status() {
+    // The start ping is answered; the final one never is.
+    let hb = Recorder::start(|seen, _| {
+        if seen.path.ends_with("/start") {
+            Answer::Status(200)
+        } else {
+            Answer::Hang
+        }
+    });
+    let out = retry_sh(&["--max", "1", "--ping", &hb.url(CHECK)], "exit 5").run();
+    out.expect_code(5);
+    // Three tries of 3 s with pauses: 10.5 s at most.
+    assert!(
+        out.elapsed >= Duration::from_secs(9) && out.elapsed < Duration::from_secs(16),
+        "{:?}",
+        out.elapsed
+    );
+    let finals = hb.lines().iter().filter(|l| l.ends_with("/5")).count();
+    assert_eq!(finals, 3, "{:?}", hb.lines());
+    let err = out.stderr_text();
+    let warnings: Vec<_> = err.lines().filter(|l| l.contains("warning")).collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(
+        warnings[0].contains("the exit status 5 ping to http://127.0.0.1:")
+            && warnings[0].contains("/*** failed: no answer within 3s (3 tries)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_second_signal_cuts_the_reporting_short() {
+    let hb = Recorder::start(|seen, _| {
+        if seen.path.ends_with("/start") {
+            Answer::Status(200)
+        } else {
+            Answer::Hang
+        }
+    });
+    let dir = scratch();
+    let marker = dir.path().join("started");
+    let running = retry_sh(
+        &["--ping", &hb.url(CHECK)],
+        &format!("touch {}; exec sleep 30", path_str(&marker)),
+    )
+    .spawn();
+    wait_for_file(&marker, Duration::from_secs(20));
+    running.signal(Signal::SIGINT);
+    // The final ping is under way (and hangs): a second signal ends it.
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    while !hb.lines().iter().any(|l| l.ends_with("/130")) {
+        assert!(std::time::Instant::now() < until, "{:?}", hb.lines());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let second = std::time::Instant::now();
+    running.signal(Signal::SIGINT);
+    let out = running.wait();
+    out.expect_code(130);
+    // Uncut, the hanging ping would hold retry for 10 s more.
+    assert!(
+        second.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        second.elapsed()
+    );
+    assert!(
+        out.stderr_text().contains("cut short by SIGINT"),
+        "{}",
+        out.stderr_text()
+    );
+}
+
+#[test]
+fn the_ping_url_never_reaches_a_log() {
+    let hb = Recorder::start(|_, _| Answer::Status(503));
+    let dir = scratch();
+    let log = dir.path().join("log.jsonl");
+    let url = hb.url("/ping/user:pw@x/0f3c9a2e-secret-uuid?key=k");
+    let out = retry([
+        "-v",
+        "--log-file",
+        &path_str(&log),
+        "--log-format",
+        "json",
+        "--ping",
+        &url,
+        "--",
+        "true",
+    ])
+    .run();
+    out.expect_code(0);
+    let file = std::fs::read_to_string(&log).expect("log file");
+    for text in [out.stderr_text(), file] {
+        assert!(!text.contains("secret-uuid"), "{text}");
+        assert!(!text.contains("key=k"), "{text}");
+        assert!(text.contains("127.0.0.1"), "the host is shown: {text}");
+    }
+    // A bad URL is refused without being shown.
+    let out = retry(["--ping", "hc-ping.com/0f3c9a2e-secret-uuid", "--", "true"]).run();
+    out.expect_code(2);
+    assert!(
+        !out.stderr_text().contains("secret"),
+        "{}",
+        out.stderr_text()
+    );
+}
+
+#[test]
+fn the_command_does_not_inherit_retry_ping() {
+    let hb = ok();
+    let out = retry_sh(&["-q"], "echo \"${RETRY_PING-unset} $RETRY_DEPTH\"")
+        .env("RETRY_PING", hb.url(CHECK))
+        .run();
+    out.expect_code(0);
+    assert_eq!(out.stdout_text(), "unset 1\n");
+    assert_eq!(hb.seen().len(), 2, "{:?}", hb.lines());
+}
+
+#[test]
+fn http_mode_pings_and_names_its_job_http() {
+    let hb = ok();
+    let dir = super::metrics_dir();
+    let file = dir.path().join("probe.prom");
+    let out = retry([
+        "--http",
+        &hb.url("/health"),
+        "--ping",
+        &hb.url(CHECK),
+        "--metrics-file",
+        &path_str(&file),
+    ])
+    .run();
+    out.expect_code(0);
+    assert_eq!(
+        hb.lines(),
+        [
+            format!("GET {CHECK}/start"),
+            "GET /health".to_string(),
+            format!("GET {CHECK}"),
+        ]
+    );
+    let text = super::read(&file);
+    assert_eq!(
+        super::sample(&text, "retry_last_run_success", "{job=\"http\"}"),
+        Some(1.0),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_start_ping_that_hangs_holds_the_command_a_second_at_most() {
+    let hb = Recorder::start(|seen, _| {
+        if seen.path.ends_with("/start") {
+            Answer::Hang
+        } else {
+            Answer::Status(200)
+        }
+    });
+    let dir = scratch();
+    let marker = dir.path().join("started");
+    let begun = std::time::Instant::now();
+    let running = retry_sh(
+        &["--ping", &hb.url(CHECK)],
+        &format!("touch {}", path_str(&marker)),
+    )
+    .spawn();
+    wait_for_file(&marker, Duration::from_secs(30));
+    // Synchronous, the start ping's three tries would take 10 s first.
+    assert!(
+        begun.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        begun.elapsed()
+    );
+    let out = running.wait();
+    out.expect_code(0);
+    // The final ping still comes after every try of the start ping.
+    let start = format!("GET {CHECK}/start");
+    let done = format!("GET {CHECK}");
+    assert_eq!(
+        hb.lines(),
+        [&start, &start, &start, &done].map(String::as_str)
+    );
+    let err = out.stderr_text();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("the start ping to http://127.0.0.1:"), "{err}");
+}
+
+#[test]
+fn sigterm_while_the_start_ping_is_awaited_runs_nothing_and_pings_143() {
+    let hb = Recorder::start(|seen, _| {
+        if seen.path.ends_with("/start") {
+            Answer::Hang
+        } else {
+            Answer::Status(200)
+        }
+    });
+    let dir = scratch();
+    let marker = dir.path().join("ran");
+    let running = retry_sh(
+        &["--ping", &hb.url(CHECK)],
+        &format!("touch {}", path_str(&marker)),
+    )
+    .spawn();
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    while hb.seen().is_empty() {
+        assert!(std::time::Instant::now() < until, "no start ping");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    running.signal(Signal::SIGTERM);
+    let out = running.wait();
+    out.expect_code(143);
+    assert!(!marker.exists(), "the command ran after SIGTERM");
+    assert_eq!(
+        hb.lines().last().map(String::as_str),
+        Some(format!("GET {CHECK}/143").as_str())
+    );
+}
+
+#[test]
+fn pings_over_tls_trust_the_system_roots_or_ssl_cert_file() {
+    // A CA and a certificate it signed for 127.0.0.1, served by openssl's
+    // own test server (scripts/test.sh installs openssl).
+    let dir = scratch();
+    let make = "set -e
+        k='-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes'
+        openssl req -x509 $k -keyout ca.key -out ca.pem -days 2 -subj '/CN=test CA' \
+            -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign
+        openssl req $k -keyout s.key -out s.csr -subj /CN=127.0.0.1
+        printf 'subjectAltName=IP:127.0.0.1\\nextendedKeyUsage=serverAuth\\n' > ext.cnf
+        openssl x509 -req -in s.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out s.pem \
+            -days 2 -extfile ext.cnf";
+    let made = std::process::Command::new("sh")
+        .args(["-c", make])
+        .current_dir(dir.path())
+        .output()
+        .expect("sh runs");
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let port = super::free_port();
+    let mut server = std::process::Command::new("openssl")
+        .args([
+            "s_server", "-quiet", "-www", "-cert", "s.pem", "-key", "s.key",
+        ])
+        .args(["-accept", &format!("127.0.0.1:{port}")])
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("openssl s_server runs");
+    let until = std::time::Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < until, "s_server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let url = format!("https://127.0.0.1:{port}/0f3c9a2e-secret-uuid");
+
+    let untrusted = retry(["--ping", &url, "--", "true"]).run();
+    untrusted.expect_code(0);
+    let err = untrusted.stderr_text();
+    assert_eq!(err.lines().count(), 2, "{err}");
+    assert!(
+        err.lines()
+            .all(|l| l.contains("is not trusted") && l.contains("SSL_CERT_FILE")),
+        "{err}"
+    );
+    assert!(!err.contains("secret-uuid"), "{err}");
+
+    let trusted = retry(["-v", "--ping", &url, "--", "true"])
+        .env("SSL_CERT_FILE", dir.path().join("ca.pem"))
+        .run();
+    let _ = server.kill();
+    let _ = server.wait();
+    trusted.expect_code(0);
+    let err = trusted.stderr_text();
+    assert!(!err.contains("warning"), "{err}");
+    assert!(
+        err.contains(&format!("pinged https://127.0.0.1:{port}/*** (success)")),
+        "{err}"
+    );
+}

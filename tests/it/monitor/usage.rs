@@ -1,0 +1,150 @@
+//! The monitoring flags' usage errors: one line naming the flag, exit 2,
+//! nothing run or sent; `--dry-run`, `--simulate` and `--state-show` refuse
+//! them; secrets in refused URLs are not shown.
+
+use super::{Answer, Recorder};
+use crate::util::{path_str, retry, retry_sh, scratch};
+
+#[test]
+fn bad_monitoring_flags_are_one_line_exit_2_and_run_nothing() {
+    let hb = Recorder::start(|_, _| Answer::Status(200));
+    let ping = hb.url("/check");
+    let dir = scratch();
+    let prom = path_str(&dir.path().join("m.prom"));
+    let state = path_str(&dir.path().join("state"));
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--metrics-job", "x"],
+            "--metrics-job applies to the metrics of --metrics-file or --metrics-push",
+        ),
+        (vec!["--metrics-label", "a=b"], "--metrics-label applies to"),
+        (
+            vec!["--metrics-file", &prom, "--metrics-label", "1a=b"],
+            "invalid value '1a=b' for --metrics-label: expected KEY=VALUE",
+        ),
+        (
+            vec!["--metrics-file", &prom, "--metrics-label", "__name__=b"],
+            "for --metrics-label",
+        ),
+        (
+            vec!["--metrics-file", &prom, "--metrics-label", "a="],
+            "for --metrics-label",
+        ),
+        (
+            vec!["--metrics-file", &prom, "--metrics-label", "novalue"],
+            "for --metrics-label",
+        ),
+        (
+            vec!["--metrics-file", &prom, "--metrics-label", "job=x"],
+            "--metrics-label cannot set job: use --metrics-job NAME",
+        ),
+        (
+            vec![
+                "--metrics-file",
+                &prom,
+                "--metrics-label",
+                "a=1",
+                "--metrics-label",
+                "a=2",
+            ],
+            "--metrics-label a is given twice",
+        ),
+        (
+            vec!["--metrics-file", &prom, "--metrics-job", " "],
+            "for --metrics-job",
+        ),
+        (vec!["--metrics-file", "-x.prom"], "--metrics-file"),
+        (
+            vec!["--metrics-push", "ftp://gw:9091"],
+            "invalid value 'ftp://gw:9091' for --metrics-push",
+        ),
+        (
+            vec!["--metrics-push", "http://gw:9091/?a=1"],
+            "for --metrics-push",
+        ),
+        (
+            vec!["--metrics-push", "https://u:hunter2@"],
+            "invalid value 'https://u:***@' for --metrics-push",
+        ),
+        (
+            vec!["--ping", "mailto:x@y"],
+            "invalid value '***' for --ping",
+        ),
+        (
+            vec!["--ping-log"],
+            "--ping-log sends the run's summary with the final ping: give --ping URL",
+        ),
+        (
+            vec!["--dry-run", "--metrics-file", &prom],
+            "--metrics-file reports on a run, and --dry-run runs nothing",
+        ),
+        (
+            vec!["--dry-run", "--ping", &ping],
+            "--ping reports on a run, and --dry-run runs nothing",
+        ),
+        (
+            vec![
+                "--simulate",
+                "10",
+                "--outage",
+                "1s",
+                "--metrics-push",
+                "http://gw",
+            ],
+            "--metrics-push reports on a run, and --simulate runs nothing",
+        ),
+        (
+            vec![
+                "--group",
+                "g",
+                "--state",
+                &state,
+                "--state-show",
+                "--ping-log",
+            ],
+            "--ping-log reports on a run, and --state-show runs nothing",
+        ),
+    ];
+    let marker = dir.path().join("ran");
+    for (args, want) in &cases {
+        let script = format!("touch {}", path_str(&marker));
+        let out = if args.contains(&"--dry-run")
+            || args.contains(&"--simulate")
+            || args.contains(&"--state-show")
+        {
+            retry(args).run()
+        } else {
+            retry_sh(args, &script).run()
+        };
+        out.expect_code(2);
+        let lines = out.stderr_lines();
+        assert_eq!(lines.len(), 1, "{args:?}: {lines:?}");
+        assert!(lines[0].contains(want), "{args:?}: {lines:?}");
+        assert!(!lines[0].contains("hunter2"), "{lines:?}");
+    }
+    assert!(!marker.exists(), "nothing ran");
+    assert!(!dir.path().join("m.prom").exists(), "nothing was written");
+    assert!(hb.seen().is_empty(), "nothing was sent: {:?}", hb.lines());
+}
+
+#[test]
+fn retry_ping_in_the_environment_does_not_stand_in_the_way_of_a_preview() {
+    let hb = Recorder::start(|_, _| Answer::Status(200));
+    retry(["--dry-run", "--max", "3"])
+        .env("RETRY_PING", hb.url("/check"))
+        .run()
+        .expect_code(0);
+    retry(["--simulate", "10", "--outage", "1s"])
+        .env("RETRY_PING", hb.url("/check"))
+        .run()
+        .expect_code(0);
+    assert!(hb.seen().is_empty(), "{:?}", hb.lines());
+    // A bad one in the environment is named by its variable.
+    let out = retry(["--", "true"]).env("RETRY_PING", "nope").run();
+    out.expect_code(2);
+    assert!(
+        out.stderr_text().contains("for RETRY_PING (--ping)"),
+        "{}",
+        out.stderr_text()
+    );
+}
