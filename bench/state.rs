@@ -24,7 +24,10 @@ fn op(name: &str) -> Op {
         cooldown: 30_000_000,
     };
     match name {
-        "admit" => Op::Admit { lease: 60_000_000 },
+        "admit" => Op::Admit {
+            lease: 60_000_000,
+            breaker,
+        },
         "record" => Op::Record {
             budget: Budget::DEFAULT,
             success: false,
@@ -128,8 +131,8 @@ fn main() {
     let mut open: Vec<AnyStore> = stores
         .iter()
         .map(|(_, at)| {
-            let mut s = AnyStore::new(at).expect("store");
-            rt.block_on(s.open()).expect("open");
+            let mut s = AnyStore::new(at, None).expect("store");
+            rt.block_on(s.open("bench")).expect("open");
             rt.block_on(s.apply("bench", op("admit"))).expect("warm up");
             s
         })
@@ -154,9 +157,9 @@ fn main() {
         for k in 0..stores.len() {
             let si = (k + round) % stores.len();
             let t = Instant::now();
-            let mut s = AnyStore::new(&stores[si].1).expect("store");
+            let mut s = AnyStore::new(&stores[si].1, None).expect("store");
             rt.block_on(async {
-                s.open().await?;
+                s.open("bench").await?;
                 s.apply("bench", op("admit")).await
             })
             .expect("cold op");
@@ -192,6 +195,7 @@ fn invocations(stores: &[(&str, StoreAt)], tmp: &Path, rounds: usize) {
         let s = match at {
             StoreAt::Dir(d) => d.display().to_string(),
             StoreAt::Url(u) => u.clone(),
+            StoreAt::Default => continue,
         };
         variants.push((
             format!("--budget --breaker, {name}"),

@@ -22,6 +22,9 @@ command -v openssl >/dev/null || need+=(openssl)
 [ -x /usr/bin/time ] || need+=(time)
 command -v python3 >/dev/null || need+=(python3)
 command -v unshare >/dev/null || need+=(util-linux)
+# Shared-state tests play a second user (setpriv) and hold a lock (flock).
+command -v setpriv >/dev/null || need+=(util-linux)
+command -v flock >/dev/null || need+=(util-linux)
 command -v ip >/dev/null || need+=(iproute2)
 # The shared-state tests start their own Redis servers (one with TLS).
 command -v redis-server >/dev/null || need+=(redis-server)

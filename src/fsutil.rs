@@ -358,6 +358,29 @@ impl Dir {
     pub fn probe_writable(&self) -> io::Result<()> {
         self.temp_file(OsStr::new("probe"), 0o600).map(drop)
     }
+
+    /// Whether the file system has room for a write here, judged from its
+    /// status without writing anything (no journal work, nothing to clean
+    /// up): a read-only mount is `EROFS`; no block left for the caller
+    /// (root may use the reserved ones), or no inode left, is `ENOSPC`. A
+    /// file system that reports no counts at all is given the benefit of
+    /// the doubt. Other failures (quotas, I/O errors) show only on writing.
+    pub fn check_room(&self) -> io::Result<()> {
+        use nix::sys::statvfs::{FsFlags, fstatvfs};
+        let st = fstatvfs(self.fd.as_fd()).map_err(io_err)?;
+        if st.flags().contains(FsFlags::ST_RDONLY) {
+            return Err(io_err(Errno::EROFS));
+        }
+        let blocks = if Uid::effective().is_root() {
+            st.blocks_free()
+        } else {
+            st.blocks_available()
+        };
+        if (st.blocks() > 0 && blocks == 0) || (st.files() > 0 && st.files_available() == 0) {
+            return Err(io_err(Errno::ENOSPC));
+        }
+        Ok(())
+    }
 }
 
 impl AsFd for Dir {

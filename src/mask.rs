@@ -93,6 +93,70 @@ pub fn url(u: &str) -> String {
     out
 }
 
+/// A URL without its credentials, for handing on where a masked value would
+/// be wrong (a `***` password is still a password): the password of
+/// `user:password@` removed (the user kept), and secret-looking query
+/// parameters (`pass=`, `password=`, `token=`...) dropped. None when there
+/// is nothing to remove.
+pub fn url_without_password(u: &str) -> Option<String> {
+    let after = u.find("://")? + 3;
+    let rest = &u[after..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    let mut removed = false;
+    let mut out = String::with_capacity(u.len());
+    out.push_str(&u[..after]);
+    match authority.rfind('@') {
+        Some(at) => {
+            let userinfo = &authority[..at];
+            match userinfo.find(':') {
+                Some(colon) => {
+                    removed = true;
+                    let user = &userinfo[..colon];
+                    if !user.is_empty() {
+                        out.push_str(user);
+                        out.push('@');
+                    }
+                }
+                None => {
+                    out.push_str(userinfo);
+                    out.push('@');
+                }
+            }
+            out.push_str(&authority[at + 1..]);
+        }
+        None => out.push_str(authority),
+    }
+    let path_etc = &rest[authority_end..];
+    match path_etc.find('?') {
+        Some(q) => {
+            out.push_str(&path_etc[..q]);
+            let query_etc = &path_etc[q + 1..];
+            let (query, fragment) = match query_etc.find('#') {
+                Some(h) => query_etc.split_at(h),
+                None => (query_etc, ""),
+            };
+            let kept: Vec<&str> = query
+                .split('&')
+                .filter(|pair| match pair.split_once('=') {
+                    Some((k, v)) if !v.is_empty() && is_secret_name(&percent_decoded(k)) => {
+                        removed = true;
+                        false
+                    }
+                    _ => true,
+                })
+                .collect();
+            if !kept.is_empty() && kept != [""] {
+                out.push('?');
+                out.push_str(&kept.join("&"));
+            }
+            out.push_str(fragment);
+        }
+        None => out.push_str(path_etc),
+    }
+    removed.then_some(out)
+}
+
 /// `a=1&token=x` with the values of secret-looking names hidden.
 fn form(query: &str) -> String {
     query
@@ -413,6 +477,55 @@ mod tests {
             "http://127.0.0.1:8080/health?verbose=1"
         );
         assert_eq!(url("https://me@h/"), "https://me@h/");
+    }
+
+    #[test]
+    fn every_form_of_redis_credential_is_masked() {
+        for (given, shown) in [
+            ("redis://app:hunter2@db:6379/2", "redis://app:***@db:6379/2"),
+            ("rediss://:hunter2@db", "rediss://:***@db"),
+            ("redis://:hunter2@", "redis://:***@"),
+            (
+                "unix:///run/redis.sock?db=1&pass=hunter2",
+                "unix:///run/redis.sock?db=1&pass=***",
+            ),
+            (
+                "redis+unix:///run/r.sock?user=app&pass=hunter2&db=2",
+                "redis+unix:///run/r.sock?user=app&pass=***&db=2",
+            ),
+            ("redis://db/0?password=hunter2", "redis://db/0?password=***"),
+            ("unix:///run/redis.sock", "unix:///run/redis.sock"),
+        ] {
+            assert_eq!(url(given), shown);
+        }
+    }
+
+    #[test]
+    fn credentials_are_removed_for_handing_on() {
+        for (given, kept) in [
+            (
+                "redis://app:hunter2@db:6379/2",
+                Some("redis://app@db:6379/2"),
+            ),
+            ("rediss://:hunter2@db", Some("rediss://db")),
+            (
+                "unix:///run/redis.sock?db=1&pass=hunter2",
+                Some("unix:///run/redis.sock?db=1"),
+            ),
+            (
+                "redis+unix:///r.sock?pass=hunter2",
+                Some("redis+unix:///r.sock"),
+            ),
+            (
+                "redis://db/0?password=hunter2#insecure",
+                Some("redis://db/0#insecure"),
+            ),
+            ("redis://app@db/0", None),
+            ("unix:///run/redis.sock?db=1", None),
+            ("/var/lib/retry", None),
+        ] {
+            assert_eq!(url_without_password(given).as_deref(), kept, "{given}");
+        }
     }
 
     #[test]

@@ -200,25 +200,26 @@ impl Attempt for ProcessAttempt {
             .as_ref()
             .is_some_and(Terminal::retry_is_foreground);
 
-        let own_env;
-        let env: &[(&str, String)] = match &self.hook_env {
-            Some(env) => env,
-            None => {
-                own_env = [
-                    ("RETRY_ATTEMPT", ctx.number.to_string()),
-                    (
-                        "RETRY_MAX_ATTEMPTS",
-                        ctx.max.map(|m| m.to_string()).unwrap_or_default(),
-                    ),
-                    (
-                        "RETRY_PREVIOUS_EXIT",
-                        ctx.previous_exit.map(|c| c.to_string()).unwrap_or_default(),
-                    ),
-                    ("RETRY_DEPTH", self.depth.to_string()),
-                ];
-                &own_env
-            }
+        let mut env: Vec<(&str, String)> = match &self.hook_env {
+            Some(env) => env.clone(),
+            None => vec![
+                ("RETRY_ATTEMPT", ctx.number.to_string()),
+                (
+                    "RETRY_MAX_ATTEMPTS",
+                    ctx.max.map(|m| m.to_string()).unwrap_or_default(),
+                ),
+                (
+                    "RETRY_PREVIOUS_EXIT",
+                    ctx.previous_exit.map(|c| c.to_string()).unwrap_or_default(),
+                ),
+                ("RETRY_DEPTH", self.depth.to_string()),
+            ],
         };
+        // A store password never reaches the command's (or a hook's)
+        // environment.
+        if let Some(v) = crate::state::child_state_var() {
+            env.push(("RETRY_STATE", v));
+        }
         let hook = self.hook_env.is_some();
         if !foreground {
             // Once per run; without it (no process slot to spare) only the
@@ -262,7 +263,7 @@ impl Attempt for ProcessAttempt {
         let spawned = spawn(&Spawn {
             program,
             args,
-            env,
+            env: &env,
             stdio: [
                 stdin.as_ref().map(AsRawFd::as_raw_fd),
                 match &ends {

@@ -18,13 +18,27 @@ pub struct StateArgs {
 
     /// Where the group's state lives: a directory, or redis://, rediss://, unix:// [default: ~/.local/state/retry]
     ///
-    /// The default honours XDG_STATE_HOME. A store that cannot be reached is
-    /// reported once and the run goes on without it. Passwords in URLs are
-    /// never printed.
+    /// The default honours XDG_STATE_HOME, and finds the home directory in
+    /// the password database when HOME is unset. A directory must be the
+    /// caller's own and writable by nobody else. A store that cannot be used
+    /// is reported once and the run goes on without it, trying it again
+    /// before later retries. Passwords in URLs are never printed, and are
+    /// left out of the RETRY_STATE that COMMAND receives.
     #[arg(long, value_name = "DIR|URL", env = "RETRY_STATE", allow_hyphen_values = true, help_heading = HEADING)]
     pub state: Option<String>,
 
+    /// Read the Redis password from FILE (its first line), not from the URL
+    ///
+    /// Keeps the password off the command line and out of the environment,
+    /// so that nested invocations, which inherit this setting, can use the
+    /// store too.
+    #[arg(long, value_name = "FILE", env = "RETRY_STATE_PASSWORD_FILE", allow_hyphen_values = true, help_heading = HEADING)]
+    pub state_password_file: Option<std::path::PathBuf>,
+
     /// Exit 125 when the state store cannot be used, instead of running without it
+    ///
+    /// The store is tried before COMMAND first runs, so a store that cannot
+    /// be used ends the run before anything is run.
     #[arg(long, help_heading = HEADING)]
     pub state_required: bool,
 

@@ -282,3 +282,12 @@ fn the_umask_is_read_from_the_process_status() {
     assert_eq!(new_file_mode(), 0o666 & !before);
     assert_eq!(reported(), before);
 }
+
+#[test]
+fn an_ordinary_directory_has_room() {
+    // A full or read-only file system is tried end to end, on a tmpfs of
+    // its own (tests/it/state/failing.rs).
+    let t = tmp();
+    Dir::open(t.path()).unwrap().check_room().unwrap();
+    assert!(names(t.path()).is_empty());
+}

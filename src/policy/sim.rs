@@ -160,6 +160,10 @@ pub(super) fn shared_rules(cli: &Cli) -> Result<super::state::Rules, UsageError>
     for (flag, given) in [
         ("--state", cli.state.state.is_some() && !from_env("state")),
         ("--state-required", cli.state.state_required),
+        (
+            "--state-password-file",
+            cli.state.state_password_file.is_some() && !from_env("state_password_file"),
+        ),
     ] {
         if given {
             return Err(UsageError(format!(

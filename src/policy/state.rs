@@ -7,7 +7,7 @@ use std::time::Duration;
 use super::{Names, UsageError, invalid, parse_duration, path_arg};
 use crate::cli::StateArgs;
 use crate::state::rules::{Breaker, Budget, Pace};
-use crate::state::{Features, StoreAt, default_dir};
+use crate::state::{Features, StoreAt};
 
 /// What an invocation does with shared state.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -20,10 +20,12 @@ pub struct StateOptions {
 
 const GROUP_FORM: &str =
     "1 to 64 letters, digits, '.', '_' or '-', not starting with '.' or '-', such as nightly-sync";
+const PASSWORD_FILE_FORM: &str = "a file holding the Redis password";
 const RATE_FORM: &str = "a count per time unit, such as 20/s, 600/m or 5/10s";
 const BUDGET_FORM: &str =
     "TOKENS[:RATIO], such as 100 or 100:0.1 (TOKENS at least 1, RATIO from 0 to TOKENS)";
-const BREAKER_FORM: &str = "THRESHOLD[:COOLDOWN], such as 5 or 5:30s (THRESHOLD at least 1)";
+const BREAKER_FORM: &str =
+    "THRESHOLD[:COOLDOWN], such as 5 or 5:30s (THRESHOLD at least 1, COOLDOWN above 0)";
 
 /// `--pace` (with `--pace-burst`), `--budget` and `--breaker`, validated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -56,6 +58,8 @@ pub fn rules(a: &StateArgs) -> Result<Rules, UsageError> {
     })
 }
 
+/// `names` says which values came from the environment, so that messages
+/// name what the user set.
 pub fn from_args(a: &StateArgs, names: &Names) -> Result<StateOptions, UsageError> {
     let Rules {
         pace,
@@ -78,7 +82,14 @@ pub fn from_args(a: &StateArgs, names: &Names) -> Result<StateOptions, UsageErro
             return Err(invalid("--group", g, GROUP_FORM));
         }
         if let Some(s) = a.state.as_deref().filter(|_| !names.came_from_env("state")) {
-            parse_store(s)?;
+            parse_store(s, "--state")?;
+        }
+        if let Some(f) = a
+            .state_password_file
+            .as_deref()
+            .filter(|_| !names.came_from_env("state_password_file"))
+        {
+            path_arg("--state-password-file", f, PASSWORD_FILE_FORM)?;
         }
         return Ok(StateOptions::default());
     };
@@ -92,18 +103,50 @@ pub fn from_args(a: &StateArgs, names: &Names) -> Result<StateOptions, UsageErro
         Some(g) => return Err(invalid("--group", g, GROUP_FORM)),
     };
     let at = match a.state.as_deref() {
-        Some(s) => parse_store(s)?,
-        None => StoreAt::Dir(default_dir().ok_or_else(|| {
-            UsageError(
-                "no directory for shared state: HOME is unset; give --state DIR or set RETRY_STATE"
-                    .to_string(),
-            )
-        })?),
+        Some(s) => parse_store(s, &names.of("state", "--state"))?,
+        // Found when the store is opened: a missing home directory is a
+        // store failure, not a usage error.
+        None => StoreAt::Default,
+    };
+    let password_file = match a.state_password_file.clone() {
+        None => None,
+        Some(f) => {
+            let flag = names.of("state_password_file", "--state-password-file");
+            let from_env = names.came_from_env("state_password_file");
+            if !from_env {
+                path_arg(&flag, &f, PASSWORD_FILE_FORM)?;
+            }
+            match &at {
+                // A URL with a password on the command line wins over a
+                // password file from the environment.
+                StoreAt::Url(u) if has_password(u) && from_env && !names.came_from_env("state") => {
+                    None
+                }
+                StoreAt::Url(u) if has_password(u) => {
+                    return Err(UsageError(format!(
+                        "{flag} gives the Redis password, and the store URL has one too: give it in one place"
+                    )));
+                }
+                StoreAt::Url(_) if f.as_os_str().is_empty() => {
+                    return Err(invalid(&flag, "", PASSWORD_FILE_FORM));
+                }
+                StoreAt::Url(_) => Some(f),
+                // Set for every invocation in the environment, it does not
+                // apply to one whose store is a directory.
+                _ if from_env => None,
+                _ => {
+                    return Err(UsageError(format!(
+                        "{flag} applies only to a Redis store (--state redis://... or unix://...)"
+                    )));
+                }
+            }
+        }
     };
     Ok(StateOptions {
         shared: Some(Features {
             group,
             at,
+            password_file,
             required: a.state_required,
             pace,
             budget,
@@ -120,34 +163,45 @@ fn valid_group(g: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
-fn parse_store(s: &str) -> Result<StoreAt, UsageError> {
+const STORE_FORM: &str = "a directory, or a URL such as redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://... or unix:///PATH.sock[?db=N]";
+
+/// `--state DIR|URL`. A URL is checked here, whole, so that a typo is a
+/// usage error rather than a fleet that runs uncoordinated for good. The
+/// URL is shown masked in messages; `name` is the flag or variable it came
+/// from.
+fn parse_store(s: &str, name: &str) -> Result<StoreAt, UsageError> {
     if s.contains("://") {
+        let shown = crate::mask::url(s);
         let ok = ["redis://", "rediss://", "unix://", "redis+unix://"]
             .iter()
             .any(|p| s.starts_with(p));
         if !ok {
-            return Err(invalid(
-                "--state",
-                &crate::state::mask_url(s),
-                "a directory, or a redis://, rediss:// or unix:// URL",
-            ));
+            return Err(invalid(name, &shown, STORE_FORM));
         }
         if cfg!(not(feature = "redis")) {
-            return Err(UsageError(
-                "--state: this retry was built without Redis support; give a directory".into(),
-            ));
+            return Err(UsageError(format!(
+                "{name}: this retry was built without Redis support; give a directory"
+            )));
+        }
+        #[cfg(feature = "redis")]
+        if let Err(why) = crate::state::redis::check_url(s) {
+            return Err(UsageError(format!(
+                "invalid value '{shown}' for {name}: {why}; expected {STORE_FORM}"
+            )));
         }
         return Ok(StoreAt::Url(s.to_string()));
     }
     if s.trim().is_empty() {
-        return Err(invalid("--state", s, "a directory or a Redis URL"));
+        return Err(invalid(name, s, STORE_FORM));
     }
-    path_arg(
-        "--state",
-        std::path::Path::new(s),
-        "a directory, or a redis://, rediss:// or unix:// URL",
-    )?;
+    path_arg(name, std::path::Path::new(s), STORE_FORM)?;
     Ok(StoreAt::Dir(PathBuf::from(s)))
+}
+
+/// Whether a store URL carries a password (`:PASSWORD@`, or `pass=` in a
+/// unix socket's query).
+fn has_password(u: &str) -> bool {
+    crate::mask::url_without_password(u).is_some()
 }
 
 /// `20/s`, `600/m`, `1/h`, `5/10s`: the interval between slots, in microseconds.
@@ -186,17 +240,44 @@ fn parse_budget(s: &str) -> Result<Budget, UsageError> {
     if tokens == 0 || tokens > 1_000_000 {
         return Err(bad());
     }
-    let ratio: f64 = match ratio {
-        None => 0.1,
-        Some(r) => r.trim().parse().map_err(|_| bad())?,
+    let ratio_milli = match ratio {
+        None => 100,
+        Some(r) => thousandths(r.trim()).ok_or_else(bad)?,
     };
-    if !ratio.is_finite() || ratio < 0.0 || ratio > f64::from(tokens) {
+    if ratio_milli > i64::from(tokens) * 1000 {
         return Err(bad());
     }
     Ok(Budget {
         max_milli: i64::from(tokens) * 1000,
-        ratio_milli: (ratio * 1000.0).round() as i64,
+        ratio_milli,
     })
+}
+
+/// A non-negative number in thousandths, further decimals truncated as
+/// gRPC's retry throttling reads its token ratio (0.5466 counts as 0.546).
+/// Plain decimals are read exactly; a form with an exponent goes through a
+/// float, nudged so that 2.9e-1 is not read as 0.289.
+fn thousandths(s: &str) -> Option<i64> {
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    let digits = |p: &str| p.bytes().all(|b| b.is_ascii_digit());
+    if (!int.is_empty() || !frac.is_empty()) && digits(int) && digits(frac) && int.len() <= 12 {
+        let whole: i64 = if int.is_empty() { 0 } else { int.parse().ok()? };
+        let mut milli = 0;
+        for (i, b) in frac
+            .bytes()
+            .chain(std::iter::repeat(b'0'))
+            .take(3)
+            .enumerate()
+        {
+            milli += i64::from(b - b'0') * [100, 10, 1][i];
+        }
+        return whole.checked_mul(1000)?.checked_add(milli);
+    }
+    let v: f64 = s.parse().ok()?;
+    if !(0.0..=1e12).contains(&v) {
+        return None;
+    }
+    Some((v * 1000.0 + 1e-6).floor() as i64)
 }
 
 fn parse_breaker(s: &str) -> Result<Breaker, UsageError> {
@@ -211,11 +292,13 @@ fn parse_breaker(s: &str) -> Result<Breaker, UsageError> {
     }
     let cooldown = match cooldown {
         None => Duration::from_secs(30),
-        Some(c) => parse_duration(c).ok_or_else(bad)?,
+        // An open circuit that refuses nothing is no breaker.
+        Some(c) => parse_duration(c).filter(|d| !d.is_zero()).ok_or_else(bad)?,
     };
     Ok(Breaker {
         threshold,
-        cooldown: u64::try_from(cooldown.as_micros()).map_err(|_| bad())?,
+        // Counted in microseconds: a positive cooldown never rounds to zero.
+        cooldown: u64::try_from(cooldown.as_nanos().div_ceil(1000)).map_err(|_| bad())?,
     })
 }
 
@@ -269,11 +352,132 @@ mod tests {
     }
 
     #[test]
+    fn budget_ratios_keep_three_decimals_truncated() {
+        let ratio = |s: &str| parse_budget(s).map(|b| b.ratio_milli);
+        assert_eq!(ratio("100:0.5466"), Ok(546));
+        assert_eq!(ratio("100:0.29"), Ok(290));
+        assert_eq!(ratio("100:.1"), Ok(100));
+        assert_eq!(ratio("100:2"), Ok(2_000));
+        assert_eq!(ratio("100:0.0009"), Ok(0));
+        assert_eq!(ratio("100:2.9e-1"), Ok(290));
+        assert_eq!(ratio("100:5.466e-1"), Ok(546));
+        assert_eq!(ratio("10:10.0009"), Ok(10_000));
+        for bad in ["10:10.001", "10:.", "10:1.2.3", "10:inf", "10:NaN"] {
+            assert!(parse_budget(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn malformed_store_urls_are_usage_errors_naming_the_source() {
+        for url in [
+            "redis://:hunter2@",
+            "unix://",
+            "redis://127.0.0.1:99999/0",
+            "redis://[::1",
+            "unix:///run/r.sock?pass=hunter2&db=x",
+        ] {
+            let e = err(&["--group", "g", "--budget", "--state", url]);
+            assert!(e.contains("--state") && e.contains("expected"), "{e}");
+            assert!(!e.contains("hunter2"), "{e}");
+            let e = from_args(
+                &Cli::parse_from([
+                    "retry", "--group", "g", "--budget", "--state", url, "--", "true",
+                ])
+                .state,
+                &Names(&[("state".into(), "RETRY_STATE".into())]),
+            )
+            .expect_err(url)
+            .0;
+            assert!(e.contains("RETRY_STATE (--state)"), "{e}");
+        }
+    }
+
+    #[test]
+    fn a_password_file_is_for_a_redis_url_without_a_password() {
+        let f = shared(&[
+            "--group",
+            "g",
+            "--budget",
+            "--state",
+            "unix:///run/r.sock",
+            "--state-password-file",
+            "/run/secrets/redis",
+        ]);
+        assert_eq!(f.password_file, Some(PathBuf::from("/run/secrets/redis")));
+        let e = err(&[
+            "--group",
+            "g",
+            "--budget",
+            "--state",
+            "redis://:pw@db",
+            "--state-password-file",
+            "/f",
+        ]);
+        assert!(e.contains("one place") && !e.contains("pw@"), "{e}");
+        let e = err(&[
+            "--group",
+            "g",
+            "--budget",
+            "--state",
+            "/var/lib/x",
+            "--state-password-file",
+            "/f",
+        ]);
+        assert!(e.contains("--state-password-file applies only"), "{e}");
+        // From the environment, it is left aside where it does not apply.
+        let mut cli = Cli::parse_from([
+            "retry",
+            "--group",
+            "g",
+            "--budget",
+            "--state",
+            "/var/lib/x",
+            "--state-password-file",
+            "/f",
+            "--",
+            "true",
+        ]);
+        cli.from_env = vec![(
+            "state_password_file".into(),
+            "RETRY_STATE_PASSWORD_FILE".into(),
+        )];
+        let f = from_args(&cli.state, &Names(&cli.from_env))
+            .unwrap()
+            .shared
+            .unwrap();
+        assert_eq!(f.password_file, None);
+        // So is it when the URL given on the command line has a password.
+        let mut cli = Cli::parse_from([
+            "retry",
+            "--group",
+            "g",
+            "--budget",
+            "--state",
+            "redis://:pw@db",
+            "--state-password-file",
+            "/f",
+            "--",
+            "true",
+        ]);
+        cli.from_env = vec![(
+            "state_password_file".into(),
+            "RETRY_STATE_PASSWORD_FILE".into(),
+        )];
+        let f = from_args(&cli.state, &Names(&cli.from_env))
+            .unwrap()
+            .shared
+            .unwrap();
+        assert_eq!(f.password_file, None);
+    }
+
+    #[test]
     fn breakers() {
         assert_eq!(parse_breaker("5:30s"), Ok(Breaker::DEFAULT));
         assert_eq!(parse_breaker("5"), Ok(Breaker::DEFAULT));
         assert_eq!(parse_breaker("2:500ms").map(|b| b.cooldown), Ok(500_000));
-        for bad in ["0", "x", "3:soon", ":30s"] {
+        assert_eq!(parse_breaker("2:1ns").map(|b| b.cooldown), Ok(1));
+        // An open circuit that refuses nothing is no breaker.
+        for bad in ["0", "x", "3:soon", ":30s", "3:0s", "3:0", "3:0ms"] {
             assert!(parse_breaker(bad).is_err(), "{bad}");
         }
     }

@@ -1,155 +1,270 @@
 //! The local store: one small JSON file per group in a private directory.
 //!
-//! Each operation takes an exclusive lock on the group's `.lock` file, reads
-//! the state, applies the rule, writes a temporary file and renames it over
-//! the old one, so a reader never sees half a file and hundreds of concurrent
-//! invocations lose no update. A process that holds the lock forever
-//! (stopped, stuck) costs a bounded wait, and a signal or the deadline can
-//! end the wait at any time.
-//! Files are 0600 in a 0700 directory. A file that does not parse is reported
-//! once and started afresh.
+//! Each operation takes an exclusive lock on the group's `GROUP.lock`, reads
+//! `GROUP.json`, applies the rule, and writes the new state to a temporary
+//! file that replaces the old one by rename, so a reader never sees half a
+//! file and hundreds of concurrent invocations lose no update.
+//!
+//! Nothing here trusts the file system: the directory is opened once and
+//! everything else is done relative to it (`openat`, `renameat`), never
+//! through a symbolic link; temporary files are unnamed or uniquely named
+//! (`crate::fsutil`); the lock file is only ever locked, never written. A
+//! directory or file that is not the caller's own, or that others may
+//! write, is refused, as ssh refuses loose permissions. Files are 0600 in a
+//! 0700 directory. A file that does not parse is reported once and started
+//! afresh.
+//!
+//! A process that holds the lock and does not let it go (stopped, stuck)
+//! costs a bounded wait (see `line.rs`); a signal or the deadline can end
+//! the wait at any time, and while that holder keeps the lock, later calls
+//! give up at once.
 
-use std::fs::{DirBuilder, File, OpenOptions, TryLockError};
-use std::io::{ErrorKind, Write};
-use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
+use std::ffi::OsString;
+use std::fs::{File, TryLockError};
+use std::io::Write;
+use std::os::fd::AsFd;
+use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use anyhow::{Context as _, bail};
+use anyhow::{Context as _, anyhow, bail};
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
 
-use super::Store;
 use super::rules::{self, GroupState, Micros, Op, Reply};
+use super::{NotUsed, Store};
+use crate::fsutil::{Dir, Durability, PrivateDirError, Rule, judge_private_file};
 
-/// How long the lock may stay with one holder before this store gives up
-/// (and the run goes on without shared state): a holder that is stopped or
-/// stuck. While the lock keeps changing hands, waiting goes on.
-pub const LOCK_STALL: Duration = Duration::from_secs(3);
-/// The longest wait for the lock, however busy it is.
-pub const LOCK_CAP: Duration = Duration::from_secs(30);
-/// How often a waiter looks for the lock changing hands.
-const PROGRESS_POLL: Duration = Duration::from_millis(50);
+mod line;
+
+pub use line::{LOCK_CAP, LOCK_STALL, STOPPED_STALL};
+use line::{Line, LockId, Stalled, Watch};
+
+/// What the holder of a group's lock does.
+#[derive(Debug, Clone, Copy)]
+pub enum Work {
+    Apply(Op),
+    /// Take the lock, read the state and look for room to write: that the
+    /// store can be used at all.
+    Probe,
+}
+
+/// The answer to [`Work`] and a warning about a corrupt file.
+type Done = (Option<Reply>, Option<String>);
+
+/// A group's lock as this process sees it.
+#[derive(Default)]
+struct GroupLock {
+    line: Option<Line>,
+    id: Option<LockId>,
+    /// A holder found stalled, while it may still hold the lock.
+    stalled: Option<i32>,
+}
 
 pub struct LocalStore {
-    dir: PathBuf,
+    path: PathBuf,
+    dir: Option<Arc<Dir>>,
     warning: Option<String>,
+    locks: Vec<(String, GroupLock)>,
 }
 
 impl LocalStore {
-    pub fn new(dir: PathBuf) -> LocalStore {
-        LocalStore { dir, warning: None }
+    pub fn new(path: PathBuf) -> LocalStore {
+        LocalStore {
+            path,
+            dir: None,
+            warning: None,
+            locks: Vec::new(),
+        }
+    }
+
+    /// The directory, opened (and created 0700) on first use and checked.
+    fn dir(&mut self) -> anyhow::Result<Arc<Dir>> {
+        if let Some(d) = &self.dir {
+            return Ok(Arc::clone(d));
+        }
+        let dir = Dir::create_private(&self.path).map_err(|e| match e {
+            PrivateDirError::Untrusted(u) => not_used(format!("{u}")),
+            PrivateDirError::Io(e) => anyhow!("cannot create {}: {e}", self.path.display()),
+        })?;
+        let dir = Arc::new(dir);
+        self.dir = Some(Arc::clone(&dir));
+        Ok(dir)
+    }
+
+    fn group_lock(&mut self, group: &str) -> &mut GroupLock {
+        let i = match self.locks.iter().position(|(g, _)| g == group) {
+            Some(i) => i,
+            None => {
+                self.locks.push((group.to_string(), GroupLock::default()));
+                self.locks.len() - 1
+            }
+        };
+        &mut self.locks[i].1
+    }
+
+    /// Does `work` under the group's lock. Uncontended, at once; otherwise
+    /// through the thread in line (see `line.rs`).
+    async fn locked(&mut self, group: &str, work: Work) -> anyhow::Result<Done> {
+        let dir = self.dir()?;
+        let lock_name = OsString::from(format!("{group}.lock"));
+        let state_name = OsString::from(format!("{group}.json"));
+        let lock_path = dir.path().join(&lock_name).display().to_string();
+        let watch = Watch {
+            dir: &dir,
+            state_name: &state_name,
+            lock_path: &lock_path,
+        };
+        // A thread of this process already in line takes the work.
+        let gl = self.group_lock(group);
+        if let Some(line) = gl.line.as_ref().filter(|l| l.open()) {
+            line::still_stalled(line.id, gl.stalled).with_context(|| lock_path.clone())?;
+            if let Some(done) = line.wait(work, watch).await {
+                return self.waited(group, done);
+            }
+        }
+        let file = open_lock(&dir, &lock_name).with_context(|| lock_path.clone())?;
+        match file.try_lock() {
+            Ok(()) => return apply(&dir, group, work),
+            Err(TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("cannot lock {lock_path}"));
+            }
+            Err(TryLockError::WouldBlock) => {}
+        }
+        let stat = nix::sys::stat::fstat(file.as_fd())
+            .map_err(|e| anyhow!("cannot examine {lock_path}: {e}"))?;
+        let id = LockId {
+            major: nix::sys::stat::major(stat.st_dev),
+            minor: nix::sys::stat::minor(stat.st_dev),
+            ino: stat.st_ino,
+        };
+        let line = Line::start(file, id, Arc::clone(&dir), group.to_string(), apply)?;
+        let gl = self.group_lock(group);
+        gl.id = Some(id);
+        let line = &*gl.line.insert(line);
+        line::still_stalled(id, gl.stalled).with_context(|| lock_path.clone())?;
+        match line.wait(work, watch).await {
+            Some(done) => self.waited(group, done),
+            // The lock was let go the moment the thread took it: once more.
+            None => {
+                let file = open_lock(&dir, &lock_name).with_context(|| lock_path.clone())?;
+                file.lock()
+                    .with_context(|| format!("cannot lock {lock_path}"))?;
+                apply(&dir, group, work)
+            }
+        }
+    }
+
+    /// Remembers a stalled holder, or forgets one that is gone.
+    fn waited(&mut self, group: &str, done: anyhow::Result<Done>) -> anyhow::Result<Done> {
+        let gl = self.group_lock(group);
+        match &done {
+            Ok(_) => gl.stalled = None,
+            Err(e) => {
+                if let Some(s) = e.downcast_ref::<Stalled>() {
+                    gl.stalled = s.holder;
+                }
+            }
+        }
+        done
     }
 }
 
-/// Sets the flag when dropped: the caller stopped waiting (gave up, or was
-/// cancelled by a signal or the deadline).
-struct Abandon(Arc<AtomicBool>);
+/// Opens (or creates, 0600) a group's lock file, never through a link, and
+/// checks that it is the caller's own.
+fn open_lock(dir: &Dir, name: &OsString) -> anyhow::Result<File> {
+    let file = dir
+        .open_at(name, OFlag::O_RDONLY | OFlag::O_CREAT, 0o600)
+        .map_err(|e| refused(e, "cannot open it"))?;
+    let stat = nix::sys::stat::fstat(file.as_fd()).map_err(|e| anyhow!("cannot examine: {e}"))?;
+    judge_private_file(&stat).map_err(not_used)?;
+    Ok(file)
+}
 
-impl Drop for Abandon {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::SeqCst);
+/// An error opening a store file, a planted link named as such.
+fn refused(e: std::io::Error, what: &str) -> anyhow::Error {
+    if e.raw_os_error() == Some(Errno::ELOOP as i32) {
+        anyhow::Error::new(NotUsed("is a symbolic link: not followed".into()))
+    } else {
+        anyhow!("{what}: {e}")
     }
 }
 
-/// One locked read-modify-write: the group's lock is held from here to the
-/// end of the function. Returns the reply and a warning about a corrupt file.
-fn locked_apply(
-    lock: &File,
-    dir: &Path,
-    group: &str,
-    op: Op,
-) -> anyhow::Result<(Reply, Option<String>)> {
-    // A mark that the lock changed hands, for those waiting in line.
-    let _ = lock.write_at(&now().to_le_bytes(), 0);
-    let (mut state, warning) = read(dir, group)?;
-    let before = state;
-    let reply = rules::apply(&mut state, now(), op);
-    if state != before || warning.is_some() {
-        write(dir, group, &state)?;
-    }
+/// A directory or file refused as unsafe: see [`NotUsed`].
+fn not_used(why: String) -> anyhow::Error {
+    anyhow::Error::new(NotUsed(format!("{why}: not used")))
+}
+
+/// What the holder of the group's lock does: one read-modify-write, or the probe.
+fn apply(dir: &Dir, group: &str, work: Work) -> anyhow::Result<Done> {
+    let name = OsString::from(format!("{group}.json"));
+    let (mut state, warning) = read(dir, &name)?;
+    let reply = match work {
+        // A corrupt file, reported, is started afresh at once, so that it
+        // is reported once.
+        Work::Probe if warning.is_some() => {
+            write(dir, &name, &state)?;
+            None
+        }
+        // Room to write, judged without writing: a full disk or a
+        // read-only file system is known before the command runs.
+        Work::Probe => {
+            dir.check_room()
+                .with_context(|| format!("cannot write in {}", dir.path().display()))?;
+            None
+        }
+        Work::Apply(op) => {
+            let before = state;
+            let reply = rules::apply(&mut state, now(), op);
+            if state != before || warning.is_some() {
+                write(dir, &name, &state)?;
+            }
+            Some(reply)
+        }
+    };
     Ok((reply, warning))
 }
 
-fn read(dir: &Path, group: &str) -> anyhow::Result<(GroupState, Option<String>)> {
-    let path = dir.join(format!("{group}.json"));
-    let bytes = match std::fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok((GroupState::default(), None)),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+/// The group's state file: its state, or None when there is none. A file
+/// that does not parse is reported; the caller decides what to do.
+fn read_file(dir: &Dir, name: &OsString) -> anyhow::Result<Option<Result<GroupState, String>>> {
+    let path = dir.path().join(name);
+    let (bytes, stat) = match dir.read_at(name) {
+        Ok(Some(found)) => found,
+        Ok(None) => return Ok(None),
+        Err(e) => {
+            return Err(refused(e, "cannot read it")).with_context(|| path.display().to_string());
+        }
     };
-    Ok(match serde_json::from_slice(&bytes) {
-        Ok(s) => (s, None),
-        Err(e) => (
+    judge_private_file(&stat).map_err(|why| not_used(format!("{} {why}", path.display())))?;
+    Ok(Some(serde_json::from_slice(&bytes).map_err(|e| {
+        format!("state file {} is corrupt ({e})", path.display())
+    })))
+}
+
+fn read(dir: &Dir, name: &OsString) -> anyhow::Result<(GroupState, Option<String>)> {
+    Ok(match read_file(dir, name)? {
+        None => (GroupState::default(), None),
+        Some(Ok(s)) => (s, None),
+        Some(Err(why)) => (
             GroupState::default(),
-            Some(format!(
-                "state file {} is corrupt ({e}): starting it afresh",
-                path.display()
-            )),
+            Some(format!("{why}: starting it afresh")),
         ),
     })
 }
 
-fn write(dir: &Path, group: &str, state: &GroupState) -> anyhow::Result<()> {
-    let path = dir.join(format!("{group}.json"));
-    // Only the lock holder writes, so one fixed temporary name is enough.
-    let tmp = dir.join(format!("{group}.json.tmp"));
+fn write(dir: &Dir, name: &OsString, state: &GroupState) -> anyhow::Result<()> {
+    let path = dir.path().join(name);
     let data = serde_json::to_vec(state).context("cannot encode the state")?;
-    let mut f = OpenOptions::new()
-        .create(true)
-        .truncate(true)
-        .write(true)
-        .mode(0o600)
-        .open(&tmp)
-        .with_context(|| format!("cannot create {}", tmp.display()))?;
-    f.write_all(&data)
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
-    drop(f);
-    std::fs::rename(&tmp, &path).with_context(|| format!("cannot replace {}", path.display()))
-}
-
-/// Wait for the thread that waits for the lock. Give up when the lock has
-/// not changed hands for [`LOCK_STALL`] (its holder is stuck) or after
-/// [`LOCK_CAP`] in all.
-async fn wait_in_line(
-    path: &Path,
-    mut rx: tokio::sync::oneshot::Receiver<anyhow::Result<(Reply, Option<String>)>>,
-) -> anyhow::Result<(Reply, Option<String>)> {
-    let start = tokio::time::Instant::now();
-    let mark = || std::fs::read(path).ok();
-    let mut last = mark();
-    let mut moved = start;
-    loop {
-        tokio::select! {
-            r = &mut rx => {
-                return match r {
-                    Ok(result) => result.with_context(|| path.display().to_string()),
-                    Err(_) => bail!("the thread waiting for {} ended", path.display()),
-                };
-            }
-            () = tokio::time::sleep(PROGRESS_POLL) => {}
-        }
-        let now = tokio::time::Instant::now();
-        let seen = mark();
-        if seen != last {
-            last = seen;
-            moved = now;
-        }
-        if now - moved >= LOCK_STALL {
-            bail!(
-                "{} stayed locked by another process for {}s",
-                path.display(),
-                LOCK_STALL.as_secs()
-            );
-        }
-        if now - start >= LOCK_CAP {
-            bail!(
-                "{} was too busy: no turn within {}s",
-                path.display(),
-                LOCK_CAP.as_secs()
-            );
-        }
-    }
+    let mut tmp = dir
+        .temp_file(name, 0o600)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    tmp.file_mut()
+        .write_all(&data)
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    // No fsync: a group's state lost in a crash of the machine is harmless.
+    tmp.persist(name, Durability::Fast)
+        .with_context(|| format!("cannot replace {}", path.display()))
 }
 
 /// The wall clock in microseconds: the one clock every local invocation shares.
@@ -160,64 +275,55 @@ fn now() -> Micros {
 }
 
 impl Store for LocalStore {
-    async fn open(&mut self) -> anyhow::Result<()> {
-        DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)
-            .with_context(|| format!("cannot create {}", self.dir.display()))
-    }
-
-    /// Uncontended, the lock is taken and the update made at once. Otherwise
-    /// a thread of its own waits in the kernel's queue for the lock (fair, no
-    /// polling) and makes the update as soon as it holds it, so the lock is
-    /// never held across a hand-over between threads; this future waits for
-    /// that thread (see [`wait_in_line`]). The thread is never joined: once
-    /// the caller has stopped waiting, a lock it still gets is released
-    /// untouched, and a thread still blocked cannot keep the process alive
-    /// after retry has decided to exit.
-    async fn apply(&mut self, group: &str, op: Op) -> anyhow::Result<Reply> {
-        let path = self.dir.join(format!("{group}.lock"));
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
-        let (reply, warning) = match file.try_lock() {
-            Ok(()) => locked_apply(&file, &self.dir, group, op)?,
-            Err(TryLockError::Error(e)) => {
-                return Err(e).with_context(|| format!("cannot lock {}", path.display()));
-            }
-            Err(TryLockError::WouldBlock) => {
-                let abandoned = Arc::new(AtomicBool::new(false));
-                let _guard = Abandon(Arc::clone(&abandoned));
-                let (tx, rx) = tokio::sync::oneshot::channel();
-                let (dir, group_owned) = (self.dir.clone(), group.to_string());
-                std::thread::Builder::new()
-                    .name("state-lock".into())
-                    .spawn(move || {
-                        let result = file.lock().context("cannot lock").and_then(|()| {
-                            if abandoned.load(Ordering::SeqCst) {
-                                anyhow::bail!("abandoned");
-                            }
-                            locked_apply(&file, &dir, &group_owned, op)
-                        });
-                        drop(file);
-                        let _ = tx.send(result);
-                    })
-                    .context("cannot start a thread to wait for the lock")?;
-                wait_in_line(&path, rx).await?
-            }
-        };
+    async fn open(&mut self, group: &str) -> anyhow::Result<()> {
+        let (_, warning) = self.locked(group, Work::Probe).await?;
         if warning.is_some() {
             self.warning = warning;
         }
-        Ok(reply)
+        Ok(())
+    }
+
+    async fn apply(&mut self, group: &str, op: Op) -> anyhow::Result<Reply> {
+        let (reply, warning) = self.locked(group, Work::Apply(op)).await?;
+        if warning.is_some() {
+            self.warning = warning;
+        }
+        reply.context("no answer")
+    }
+
+    /// Read only, without the lock (the file is replaced whole, by rename)
+    /// and without creating anything.
+    async fn show(&mut self, group: &str) -> anyhow::Result<(Micros, Option<GroupState>)> {
+        let dir = match Dir::open(&self.path) {
+            Ok(d) => d,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((now(), None)),
+            Err(e) => bail!("cannot open {}: {e}", self.path.display()),
+        };
+        dir.check(Rule::Private)
+            .map_err(|u| anyhow!("{u}: not used"))?;
+        let name = OsString::from(format!("{group}.json"));
+        match read_file(&dir, &name)? {
+            None => Ok((now(), None)),
+            Some(Ok(state)) => Ok((now(), Some(state))),
+            Some(Err(why)) => bail!("{why}"),
+        }
     }
 
     fn take_warning(&mut self) -> Option<String> {
         self.warning.take()
+    }
+
+    fn waiting(&mut self, group: &str) -> u32 {
+        self.group_lock(group)
+            .id
+            .map_or(1, |id| line::seen(id).waiting.max(1))
+    }
+
+    fn mended(&mut self, group: &str) -> bool {
+        let gl = self.group_lock(group);
+        match (gl.id, gl.stalled) {
+            (Some(id), Some(pid)) => line::seen(id).holder != Some(pid),
+            _ => false,
+        }
     }
 }

@@ -8,62 +8,92 @@
 //! unreachable, unless told that the store is required.
 
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub mod local;
 #[cfg(feature = "redis")]
 pub mod redis;
 pub mod rules;
 mod session;
+mod show;
 
-pub use session::{CALL_LIMIT, Features, Gate, Next, Session, Stop, show};
+pub use session::{CALL_LIMIT, Features, Gate, Next, STORE_SHARE, Session, Stop};
+pub use show::show;
 
-use rules::{Op, Reply};
+use rules::{GroupState, Micros, Op, Reply};
 
 /// Where the state lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreAt {
+    /// The default directory, found when the store is opened (see [`default_dir`]).
+    Default,
     Dir(PathBuf),
     /// A `redis://`, `rediss://` or `unix://` URL.
     Url(String),
 }
 
 impl StoreAt {
-    /// For messages: the directory, or the URL with any password masked.
+    /// For messages: the directory, or the URL with its credentials masked.
     pub fn shown(&self) -> String {
         match self {
+            StoreAt::Default => "the default directory".to_string(),
             StoreAt::Dir(d) => d.display().to_string(),
-            StoreAt::Url(u) => mask_url(u),
+            StoreAt::Url(u) => crate::mask::url(u),
+        }
+    }
+
+    /// The default directory found, or why there is none.
+    pub fn resolve(&self) -> Result<StoreAt, String> {
+        match self {
+            StoreAt::Default => default_dir().map(StoreAt::Dir),
+            other => Ok(other.clone()),
         }
     }
 }
 
-/// A URL with its password, if any, replaced by `***`.
-pub fn mask_url(u: &str) -> String {
-    match reqwest::Url::parse(u) {
-        Ok(mut url) => {
-            if url.password().is_some() {
-                let _ = url.set_password(Some("***"));
-            }
-            url.to_string()
-        }
-        // Unparsable: keep the scheme only, in case what follows holds a secret.
-        Err(_) => match u.split_once("://") {
-            Some((scheme, _)) => format!("{scheme}://***"),
-            None => "***".to_string(),
-        },
+/// A store, or a file in it, refused as unsafe to use (another user's, or
+/// writable by others, or a planted link): a failure that trying again
+/// would not mend.
+#[derive(Debug)]
+pub struct NotUsed(pub String);
+
+impl std::fmt::Display for NotUsed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
 }
+
+impl std::error::Error for NotUsed {}
 
 /// A place that applies an [`Op`] to a group's state atomically. Cancelling
 /// the future at an await point leaves the state whole.
 pub trait Store {
-    /// Make sure the store can be used (create the directory, connect).
-    fn open(&mut self) -> impl Future<Output = anyhow::Result<()>>;
+    /// Make sure the store can be used for `group` (create the directory,
+    /// connect) and can take a change (lock, room to write, a writable
+    /// server), so that a store that cannot be used is known before the
+    /// command first runs.
+    fn open(&mut self, group: &str) -> impl Future<Output = anyhow::Result<()>>;
     fn apply(&mut self, group: &str, op: Op) -> impl Future<Output = anyhow::Result<Reply>>;
+    /// What is stored for `group`, and the store's clock; None when nothing
+    /// is. Changes and creates nothing.
+    fn show(
+        &mut self,
+        group: &str,
+    ) -> impl Future<Output = anyhow::Result<(Micros, Option<GroupState>)>>;
     /// A problem the store recovered from (a corrupt file it reset), to log once.
     fn take_warning(&mut self) -> Option<String> {
         None
+    }
+    /// While the store cannot be used: how many invocations of the group
+    /// wait for it on this host, as far as the store can tell (at least 1).
+    fn waiting(&mut self, _group: &str) -> u32 {
+        1
+    }
+    /// After a failure: whether what made the store fail is known to be
+    /// gone (a stalled lock holder that let go), so that it is worth
+    /// trying again at once.
+    fn mended(&mut self, _group: &str) -> bool {
+        false
     }
 }
 
@@ -75,23 +105,32 @@ pub enum AnyStore {
 }
 
 impl AnyStore {
-    pub fn new(at: &StoreAt) -> anyhow::Result<AnyStore> {
-        match at {
-            StoreAt::Dir(d) => Ok(AnyStore::Local(local::LocalStore::new(d.clone()))),
+    /// The store at `at` (the default directory already found), with the
+    /// Redis password from `password_file` if given.
+    pub fn new(at: &StoreAt, password_file: Option<&Path>) -> anyhow::Result<AnyStore> {
+        match at.resolve().map_err(anyhow::Error::msg)? {
+            StoreAt::Dir(d) => Ok(AnyStore::Local(local::LocalStore::new(d))),
             #[cfg(feature = "redis")]
-            StoreAt::Url(u) => Ok(AnyStore::Redis(Box::new(redis::RedisStore::new(u)?))),
+            StoreAt::Url(u) => Ok(AnyStore::Redis(Box::new(redis::RedisStore::new(
+                &u,
+                password_file,
+            )?))),
             #[cfg(not(feature = "redis"))]
-            StoreAt::Url(_) => anyhow::bail!("this retry was built without Redis support"),
+            StoreAt::Url(_) => {
+                let _ = password_file;
+                anyhow::bail!("this retry was built without Redis support")
+            }
+            StoreAt::Default => anyhow::bail!("no directory for shared state"),
         }
     }
 }
 
 impl Store for AnyStore {
-    async fn open(&mut self) -> anyhow::Result<()> {
+    async fn open(&mut self, group: &str) -> anyhow::Result<()> {
         match self {
-            AnyStore::Local(s) => s.open().await,
+            AnyStore::Local(s) => s.open(group).await,
             #[cfg(feature = "redis")]
-            AnyStore::Redis(s) => s.open().await,
+            AnyStore::Redis(s) => s.open(group).await,
         }
     }
 
@@ -103,6 +142,14 @@ impl Store for AnyStore {
         }
     }
 
+    async fn show(&mut self, group: &str) -> anyhow::Result<(Micros, Option<GroupState>)> {
+        match self {
+            AnyStore::Local(s) => s.show(group).await,
+            #[cfg(feature = "redis")]
+            AnyStore::Redis(s) => s.show(group).await,
+        }
+    }
+
     fn take_warning(&mut self) -> Option<String> {
         match self {
             AnyStore::Local(s) => s.take_warning(),
@@ -110,22 +157,68 @@ impl Store for AnyStore {
             AnyStore::Redis(s) => s.take_warning(),
         }
     }
+
+    fn waiting(&mut self, group: &str) -> u32 {
+        match self {
+            AnyStore::Local(s) => s.waiting(group),
+            #[cfg(feature = "redis")]
+            AnyStore::Redis(s) => s.waiting(group),
+        }
+    }
+
+    fn mended(&mut self, group: &str) -> bool {
+        match self {
+            AnyStore::Local(s) => s.mended(group),
+            #[cfg(feature = "redis")]
+            AnyStore::Redis(s) => s.mended(group),
+        }
+    }
 }
 
-/// The default directory: `$XDG_STATE_HOME/retry`, else `~/.local/state/retry`.
-pub fn default_dir() -> Option<PathBuf> {
+/// The default directory: `$XDG_STATE_HOME/retry`, else
+/// `~/.local/state/retry`. With `HOME` unset or empty (a system service,
+/// `env -i`, some cron set-ups), the home directory comes from the password
+/// database, and must exist: retry does not create a home directory.
+pub fn default_dir() -> Result<PathBuf, String> {
     let absolute = |v: std::ffi::OsString| {
         let p = PathBuf::from(v);
         p.is_absolute().then_some(p)
     };
-    std::env::var_os("XDG_STATE_HOME")
-        .and_then(absolute)
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .and_then(absolute)
-                .map(|h| h.join(".local").join("state"))
-        })
-        .map(|d| d.join("retry"))
+    if let Some(xdg) = std::env::var_os("XDG_STATE_HOME").and_then(absolute) {
+        return Ok(xdg.join("retry"));
+    }
+    let home = match std::env::var_os("HOME").and_then(absolute) {
+        Some(h) => h,
+        None => {
+            let uid = nix::unistd::Uid::effective();
+            let home = match nix::unistd::User::from_uid(uid) {
+                Ok(Some(u)) => u.dir,
+                _ => {
+                    return Err(format!(
+                        "HOME is unset and the password database has no user {uid}"
+                    ));
+                }
+            };
+            if !home.is_absolute() || !home.is_dir() {
+                return Err(format!(
+                    "HOME is unset and {}, the home directory of user {uid} in the password database, does not exist",
+                    home.display()
+                ));
+            }
+            home
+        }
+    };
+    Ok(home.join(".local").join("state").join("retry"))
+}
+
+/// What COMMAND receives as `RETRY_STATE`, when it must differ from what
+/// retry was given: the URL without its password, so that the password
+/// never reaches the command's environment. Nested invocations that need
+/// the password find it through `RETRY_STATE_PASSWORD_FILE`, which names a
+/// file rather than holding a secret.
+pub fn child_state_var() -> Option<String> {
+    let v = std::env::var("RETRY_STATE").ok()?;
+    crate::mask::url_without_password(&v)
 }
 
 #[cfg(test)]
@@ -133,17 +226,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn passwords_are_masked() {
+    fn store_urls_are_shown_masked() {
         assert_eq!(
-            mask_url("redis://user:hunter2@db.example:6379/2"),
+            StoreAt::Url("redis://user:hunter2@db.example:6379/2".into()).shown(),
             "redis://user:***@db.example:6379/2"
         );
         assert_eq!(
-            mask_url("rediss://:hunter2@db.example"),
-            "rediss://:***@db.example"
+            StoreAt::Url("unix:///run/redis.sock?pass=hunter2".into()).shown(),
+            "unix:///run/redis.sock?pass=***"
         );
-        assert_eq!(mask_url("redis://db.example"), "redis://db.example");
-        assert!(!mask_url("redis://u:hunter2@[bad").contains("hunter2"));
-        assert_eq!(mask_url("unix:///run/redis.sock"), "unix:///run/redis.sock");
+        assert_eq!(
+            StoreAt::Url("unix:///run/redis.sock".into()).shown(),
+            "unix:///run/redis.sock"
+        );
     }
 }

@@ -1,133 +1,265 @@
 //! The Redis store: one hash per group, `retry:{GROUP}:state`, changed only
-//! by one Lua script so that every read-modify-write is atomic on the server.
+//! by one Lua script (`redis.lua`) so that every read-modify-write is atomic
+//! on the server.
 //!
 //! The script reads the server's `TIME`, so the pace schedule of a fleet does
 //! not depend on its hosts' clocks agreeing. It carries out the same rules as
 //! [`super::rules`]; the store tests run both through the same sequences. The
 //! key expires a week after its last change. Connecting and each command are
-//! bounded by short timeouts, and nothing here ever prints the URL.
+//! bounded by short timeouts. A connection the server dropped (an idle
+//! timeout, a restart) is made again once before a call is given up, as
+//! Redis clients do; a call that timed out is not repeated, since it may
+//! have been carried out. Failures are told in words (no answer, not TLS,
+//! an untrusted certificate), and nothing here ever prints the URL.
 
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::MultiplexedConnection;
+use redis::{AsyncConnectionConfig, ConnectionAddr, IntoConnectionInfo, RedisError};
 
 use super::Store;
-use super::rules::{Admit, GroupState, Op, Plan, Reply};
+use super::rules::{Admit, GroupState, Micros, Op, Plan, Reply, SCHEDULE_AHEAD, TRIAL_LEASE};
 
 /// Connecting, including TLS and AUTH.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// One script call: it takes microseconds on the server, but a busy host may
 /// be slow to schedule the server or this process.
 const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a look at why a connection failed may take.
+const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 /// How long a group's state outlives its last change.
 const TTL_MS: u64 = 7 * 24 * 3600 * 1000;
 
-const SCRIPT: &str = r#"
-if redis.replicate_commands then redis.replicate_commands() end
-local key, op, ttl = KEYS[1], ARGV[1], ARGV[2]
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local h = redis.call('HMGET', key, 'tat', 'tok', 'fail', 'open', 'trial')
-local tat = tonumber(h[1]) or 0
-local tok = tonumber(h[2])
-local fail = tonumber(h[3]) or 0
-local open = tonumber(h[4]) or 0
-local trial = tonumber(h[5]) or 0
-local function num(x) return string.format('%d', x) end
-local function save(...)
-  local a = {...}
-  for i = 2, #a, 2 do a[i] = num(a[i]) end
-  redis.call('HSET', key, unpack(a))
-  redis.call('PEXPIRE', key, ttl)
-end
-local function tokens(max)
-  if tok == nil or tok > max then return max end
-  return tok
-end
-if op == 'record' then
-  local max = tonumber(ARGV[3])
-  local c = tokens(max)
-  if ARGV[5] == '1' then c = math.min(c + tonumber(ARGV[4]), max)
-  else c = math.max(c - 1000, 0) end
-  save('tok', c)
-  return {0}
-elseif op == 'plan' then
-  local max = tonumber(ARGV[5])
-  if max >= 0 then
-    local c = tokens(max)
-    if c * 2 <= max then return {1, c} end
-  end
-  local delay = tonumber(ARGV[3])
-  local interval = tonumber(ARGV[6])
-  if interval < 0 then return {0, delay, 0} end
-  local earliest = now + delay
-  local slot = math.max(earliest, tat - interval * (tonumber(ARGV[7]) - 1))
-  local wait = slot - now
-  local deadline = tonumber(ARGV[4])
-  if deadline >= 0 and wait >= deadline then return {2, wait} end
-  save('tat', math.max(tat, slot) + interval)
-  return {0, wait, slot - earliest}
-elseif op == 'admit' then
-  if open == 0 then return {0} end
-  if now < open then return {2, open - now} end
-  if now < trial then return {3, trial - now} end
-  save('trial', now + math.max(tonumber(ARGV[3]), 1))
-  return {1}
-elseif op == 'finish' then
-  local threshold, cooldown = tonumber(ARGV[3]), tonumber(ARGV[4])
-  if ARGV[5] == '1' then
-    save('fail', 0, 'open', 0, 'trial', 0)
-    return {0}
-  end
-  fail = fail + 1
-  if ARGV[6] == '1' then
-    save('fail', fail, 'open', math.max(now + cooldown, 1), 'trial', 0)
-  elseif open == 0 and fail >= threshold then
-    save('fail', fail, 'open', math.max(now + cooldown, 1))
-  else
-    save('fail', fail)
-  end
-  return {0}
-elseif op == 'show' then
-  return {now, tat, tok or -1, fail, open, trial}
-end
-return redis.error_reply('unknown operation ' .. tostring(op))
-"#;
+const SCRIPT: &str = include_str!("redis.lua");
+
+/// Whether `url` is a Redis URL this store can use: checked at start-up so
+/// that a typo is a usage error. Returns what is wrong, in words that never
+/// repeat the URL.
+pub fn check_url(url: &str) -> Result<(), String> {
+    // The URL parser's own words first: they say which part is wrong.
+    let parsed = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
+    let unix = matches!(parsed.scheme(), "unix" | "redis+unix");
+    if !unix && parsed.host_str().is_none_or(str::is_empty) {
+        return Err("no host".into());
+    }
+    if unix && (parsed.host_str().is_some_and(|h| !h.is_empty()) || parsed.path().len() < 2) {
+        return Err("a unix socket URL names an absolute path: unix:///PATH".into());
+    }
+    url.into_connection_info()
+        .map(drop)
+        .map_err(|e| e.to_string())
+}
 
 pub struct RedisStore {
-    client: redis::Client,
-    conn: Option<ConnectionManager>,
+    link: Link,
     script: redis::Script,
 }
 
+/// The connection to the server, made again when it was dropped.
+struct Link {
+    client: redis::Client,
+    conn: Option<MultiplexedConnection>,
+}
+
+/// The Redis password from `--state-password-file`: the file's first line.
+fn read_password(path: &Path) -> anyhow::Result<String> {
+    let bytes = std::fs::read(path)
+        .with_context(|| format!("cannot read the password file {}", path.display()))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|_| anyhow!("the password file {} is not UTF-8 text", path.display()))?;
+    let line = text.lines().next().unwrap_or("");
+    if line.is_empty() {
+        bail!("the password file {} is empty", path.display());
+    }
+    Ok(line.to_string())
+}
+
 impl RedisStore {
-    pub fn new(url: &str) -> anyhow::Result<RedisStore> {
+    pub fn new(url: &str, password_file: Option<&Path>) -> anyhow::Result<RedisStore> {
         // The error names what is wrong, never the URL itself.
-        let client = redis::Client::open(url).map_err(|e| anyhow!("invalid Redis URL: {e}"))?;
+        let mut info = url
+            .into_connection_info()
+            .map_err(|e| anyhow!("invalid Redis URL: {e}"))?;
+        if let Some(file) = password_file {
+            let settings = info
+                .redis_settings()
+                .clone()
+                .set_password(read_password(file)?);
+            info = info.set_redis_settings(settings);
+        }
+        let client = redis::Client::open(info).map_err(|e| anyhow!("invalid Redis URL: {e}"))?;
         Ok(RedisStore {
-            client,
-            conn: None,
+            link: Link { client, conn: None },
             script: redis::Script::new(SCRIPT),
         })
     }
+}
 
-    async fn connection(&mut self) -> anyhow::Result<&mut ConnectionManager> {
+impl Link {
+    async fn connection(&mut self) -> anyhow::Result<&mut MultiplexedConnection> {
         if self.conn.is_none() {
-            let config = ConnectionManagerConfig::new()
+            let config = AsyncConnectionConfig::new()
                 .set_connection_timeout(Some(CONNECT_TIMEOUT))
-                .set_response_timeout(Some(COMMAND_TIMEOUT))
-                // No retries of its own: a store that is not there now is run without.
-                .set_number_of_retries(0);
-            let conn = self
+                .set_response_timeout(Some(COMMAND_TIMEOUT));
+            match self
                 .client
-                .get_connection_manager_with_config(config)
+                .get_multiplexed_async_connection_with_config(&config)
                 .await
-                .context("cannot connect")?;
-            self.conn = Some(conn);
+            {
+                Ok(c) => self.conn = Some(c),
+                Err(e) => return Err(self.explain_connect(&e).await),
+            }
         }
         self.conn.as_mut().context("no connection")
     }
+
+    /// Why connecting failed, in words: a timeout is looked into (did the
+    /// server accept the connection? does it answer in plain text where
+    /// TLS was asked for?).
+    async fn explain_connect(&self, e: &RedisError) -> anyhow::Error {
+        let tls = matches!(
+            self.client.get_connection_info().addr(),
+            ConnectionAddr::TcpTls { .. }
+        );
+        if let Some(words) = tls_words(e) {
+            return anyhow!("cannot connect: {words}");
+        }
+        if !e.is_timeout() {
+            return anyhow!("cannot connect: {}", redis_words(e));
+        }
+        let secs = CONNECT_TIMEOUT.as_secs();
+        match probe(self.client.get_connection_info().addr()).await {
+            Probe::Refused(why) => anyhow!("cannot connect: {why}"),
+            Probe::Silent => {
+                anyhow!("cannot connect: no connection within {secs}s")
+            }
+            Probe::PlainRedis if tls => anyhow!(
+                "cannot connect: the server does not speak TLS on this port (it answers plain-text Redis: is it redis://?)"
+            ),
+            Probe::PlainRedis | Probe::Connected => {
+                anyhow!(
+                    "connected, but the server did not answer within {secs}s (busy, or not Redis?)"
+                )
+            }
+        }
+    }
+
+    /// One script call on the current connection, made once more on a new
+    /// connection when the server had dropped the old one before the call
+    /// reached it.
+    async fn invoke(&mut self, call: &redis::ScriptInvocation<'_>) -> anyhow::Result<Vec<i64>> {
+        for again in [false, true] {
+            let conn = self.connection().await?;
+            match call.invoke_async::<Vec<i64>>(conn).await {
+                Ok(v) => return Ok(v),
+                Err(e) if !again && e.is_connection_dropped() && !e.is_timeout() => {
+                    self.conn = None;
+                }
+                Err(e) => {
+                    if e.is_io_error() {
+                        self.conn = None;
+                    }
+                    if e.is_timeout() {
+                        bail!(
+                            "connected, but no answer within {}s",
+                            COMMAND_TIMEOUT.as_secs()
+                        );
+                    }
+                    return Err(anyhow!("{}", redis_words(&e))).context("the state script failed");
+                }
+            }
+        }
+        bail!("the connection was dropped twice")
+    }
+}
+
+/// What a raw connection to the server's address shows.
+enum Probe {
+    /// Not even a connection: why.
+    Refused(String),
+    /// No connection within the probe's time.
+    Silent,
+    /// Connected; no answer to a plain-text PING.
+    Connected,
+    /// Connected, and a plain-text PING was answered as Redis answers.
+    PlainRedis,
+}
+
+/// Connect to `addr` without TLS and say PING, within [`PROBE_TIMEOUT`].
+async fn probe(addr: &ConnectionAddr) -> Probe {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    async fn ping<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(mut s: S) -> Probe {
+        let mut buf = [0u8; 1];
+        let answered = async {
+            s.write_all(b"PING\r\n").await?;
+            s.read_exact(&mut buf).await
+        };
+        match tokio::time::timeout(PROBE_TIMEOUT, answered).await {
+            Ok(Ok(_)) if matches!(buf[0], b'+' | b'-') => Probe::PlainRedis,
+            _ => Probe::Connected,
+        }
+    }
+    let connect = async {
+        match addr {
+            ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => {
+                tokio::net::TcpStream::connect((host.as_str(), *port))
+                    .await
+                    .map(|s| Box::pin(ping(s)) as std::pin::Pin<Box<dyn Future<Output = Probe>>>)
+            }
+            ConnectionAddr::Unix(path) => tokio::net::UnixStream::connect(path)
+                .await
+                .map(|s| Box::pin(ping(s)) as std::pin::Pin<Box<dyn Future<Output = Probe>>>),
+            _ => Err(std::io::Error::other("an address this store does not use")),
+        }
+    };
+    match tokio::time::timeout(PROBE_TIMEOUT, connect).await {
+        Err(_) => Probe::Silent,
+        Ok(Err(e)) => Probe::Refused(e.to_string()),
+        Ok(Ok(pinged)) => pinged.await,
+    }
+}
+
+/// A TLS failure in words, if `e` is one.
+fn tls_words(e: &RedisError) -> Option<String> {
+    use rustls::Error as T;
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = source {
+        let found = err.downcast_ref::<T>().or_else(|| {
+            err.downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref())
+                .and_then(|inner| inner.downcast_ref::<T>())
+        });
+        if let Some(t) = found {
+            return Some(match t {
+                T::InvalidMessage(_)
+                | T::InappropriateMessage { .. }
+                | T::InappropriateHandshakeMessage { .. } => {
+                    "the server does not speak TLS on this port (is it redis://?)".to_string()
+                }
+                T::InvalidCertificate(why) => {
+                    format!("the server's certificate is not trusted ({why:?})")
+                }
+                T::AlertReceived(alert) => {
+                    format!("the server ended the TLS handshake ({alert:?} alert)")
+                }
+                other => format!("TLS handshake failed: {other}"),
+            });
+        }
+        source = err.source();
+    }
+    None
+}
+
+/// A Redis error on one line, without the crate's debugging decorations.
+fn redis_words(e: &RedisError) -> String {
+    if let Some(code) = e.code()
+        && let Some(detail) = e.detail()
+    {
+        return format!("{code} {detail}");
+    }
+    e.to_string()
 }
 
 /// Microseconds as the script's signed arguments; -1 stands for "none".
@@ -140,17 +272,27 @@ fn unsigned(v: i64) -> u64 {
 }
 
 impl Store for RedisStore {
-    async fn open(&mut self) -> anyhow::Result<()> {
-        self.connection().await.map(|_| ())
+    /// Connect, and make one harmless write (refused by a read-only
+    /// replica), so that a store that cannot be used is known before the
+    /// command first runs.
+    async fn open(&mut self, group: &str) -> anyhow::Result<()> {
+        let key = format!("retry:{{{group}}}:state");
+        let mut call = self.script.key(&key);
+        call.arg("probe").arg(TTL_MS);
+        self.link.invoke(&call).await.map(drop)
     }
 
     async fn apply(&mut self, group: &str, op: Op) -> anyhow::Result<Reply> {
-        self.connection().await?;
         let key = format!("retry:{{{group}}}:state");
         let mut call = self.script.key(&key);
         let flag = |b: bool| if b { "1" } else { "0" };
         match op {
-            Op::Admit { lease } => call.arg("admit").arg(TTL_MS).arg(arg(Some(lease))),
+            Op::Admit { lease, breaker } => call
+                .arg("admit")
+                .arg(TTL_MS)
+                .arg(arg(Some(lease)))
+                .arg(arg(Some(breaker.cooldown)))
+                .arg(TRIAL_LEASE),
             Op::Record { budget, success } => call
                 .arg("record")
                 .arg(TTL_MS)
@@ -169,7 +311,8 @@ impl Store for RedisStore {
                 .arg(arg(deadline_in))
                 .arg(budget.map_or(-1, |b| b.max_milli))
                 .arg(arg(pace.map(|p| p.interval)))
-                .arg(pace.map_or(1, |p| p.burst)),
+                .arg(pace.map_or(1, |p| p.burst))
+                .arg(SCHEDULE_AHEAD),
             Op::Finish {
                 breaker,
                 success,
@@ -180,14 +323,10 @@ impl Store for RedisStore {
                 .arg(breaker.threshold)
                 .arg(arg(Some(breaker.cooldown)))
                 .arg(flag(success))
-                .arg(flag(trial)),
-            Op::Show => call.arg("show").arg(TTL_MS),
+                .arg(flag(trial))
+                .arg(TRIAL_LEASE),
         };
-        let conn = self.conn.as_mut().context("no connection")?;
-        let v: Vec<i64> = call
-            .invoke_async(conn)
-            .await
-            .context("the state script failed")?;
+        let v = self.link.invoke(&call).await?;
         let at = |i: usize| v.get(i).copied().unwrap_or(0);
         Ok(match op {
             Op::Admit { .. } => Reply::Admit(match at(0) {
@@ -215,16 +354,54 @@ impl Store for RedisStore {
                 other => bail!("unexpected reply {other} from the state script"),
             }),
             Op::Record { .. } | Op::Finish { .. } => Reply::Done,
-            Op::Show => Reply::Show {
-                now: unsigned(at(0)),
-                state: GroupState {
-                    tat: unsigned(at(1)),
-                    tokens_milli: (at(2) >= 0).then_some(at(2)),
-                    failures: u32::try_from(at(3)).unwrap_or(u32::MAX),
-                    open_until: unsigned(at(4)),
-                    trial_until: unsigned(at(5)),
-                },
-            },
         })
+    }
+
+    async fn show(&mut self, group: &str) -> anyhow::Result<(Micros, Option<GroupState>)> {
+        let key = format!("retry:{{{group}}}:state");
+        let mut call = self.script.key(&key);
+        call.arg("show").arg(TTL_MS);
+        let v = self.link.invoke(&call).await?;
+        let at = |i: usize| v.get(i).copied().unwrap_or(0);
+        let state = (at(0) == 1).then(|| GroupState {
+            tat: unsigned(at(2)),
+            spent_milli: at(3),
+            tokens_milli: (at(4) >= 0).then_some(at(4)),
+            failures: u32::try_from(at(5)).unwrap_or(u32::MAX),
+            open_until: unsigned(at(6)),
+            trial_until: unsigned(at(7)),
+        });
+        Ok((unsigned(at(1)), state))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn malformed_urls_are_told_apart() {
+        for bad in [
+            "redis://:pw@",
+            "unix://",
+            "redis://127.0.0.1:99999/0",
+            "redis://[::1",
+            "redis://db/notanumber",
+            "unix:///run/r.sock?db=x",
+            "unix://host/run/r.sock",
+        ] {
+            let why = check_url(bad).expect_err(bad);
+            assert!(!why.contains("pw"), "{why}");
+        }
+        for good in [
+            "redis://127.0.0.1",
+            "redis://:pw@127.0.0.1:6380/2",
+            "rediss://db.example",
+            "unix:///run/redis.sock",
+            "redis+unix:///run/redis.sock?db=2&pass=x",
+            "redis://[::1]:6379",
+        ] {
+            assert_eq!(check_url(good), Ok(()), "{good}");
+        }
     }
 }

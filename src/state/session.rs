@@ -1,15 +1,23 @@
 //! What the retry loop asks of shared state, and how long it may take.
 //!
-//! Every store call is bounded (the store's own limits, then [`CALL_LIMIT`]),
-//! and ends early on a terminating signal or at `--max-time`. A store that
-//! fails is reported once and dropped for the rest of the run (fail open),
-//! unless `--state-required` asked for exit 125 instead.
+//! Every store call is bounded: by the store's own limits, by
+//! [`CALL_LIMIT`], and with `--max-time` by a share of the time left
+//! ([`STORE_SHARE`]), so that a store that does not answer leaves the
+//! command its run; a terminating signal ends the call at once. A store that
+//! fails is reported once and the run goes on without it (fail open),
+//! unless `--state-required` asked for exit 125 instead. It is tried again
+//! before later waits, at growing intervals, and meanwhile the run paces
+//! its own retries at the group's rate, shared among the invocations the
+//! store sees waiting for it.
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use super::rules::{Admit, Breaker, Budget, Micros, Op, Pace, Plan, Reply};
+use super::rules::{
+    Admit, Breaker, Budget, GroupState, Micros, Op, Pace, Plan, Reply, TRIAL_LEASE,
+};
 use super::{AnyStore, Store, StoreAt};
 use crate::event::{Event, Sink};
 use crate::human::human;
@@ -20,17 +28,25 @@ use crate::signals::Signals;
 /// longer in line for a busy lock (see `local::LOCK_CAP`), never past this.
 pub const CALL_LIMIT: Duration = Duration::from_secs(35);
 
+/// With `--max-time`, one store call may take at most this share (1/N) of
+/// the time left: failing open must leave the command its run.
+pub const STORE_SHARE: u32 = 4;
+
 /// How long the breaker's last word may take once the run is over.
 pub const FINISH_LIMIT: Duration = Duration::from_secs(1);
 
-/// How long a half-open trial without `--max-time` holds its place at least.
-pub const TRIAL_LEASE: Duration = Duration::from_secs(60);
+/// After a failed call, the first pause before the store is tried again;
+/// each further failure doubles it, up to [`RETRY_STORE_MAX`].
+const RETRY_STORE_FIRST: Duration = Duration::from_secs(1);
+const RETRY_STORE_MAX: Duration = Duration::from_secs(30);
 
 /// What an invocation uses of shared state, validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Features {
     pub group: String,
     pub at: StoreAt,
+    /// `--state-password-file`: the Redis password, from a file.
+    pub password_file: Option<PathBuf>,
     pub required: bool,
     pub pace: Option<Pace>,
     pub budget: Option<Budget>,
@@ -43,7 +59,7 @@ pub enum Stop {
     /// The circuit breaker refused the run: why, in words.
     Refused(String),
     Interrupted(Signal),
-    /// `--max-time` ran out while the store was being asked.
+    /// `--max-time` had run out when the store was to be asked.
     Deadline,
     /// The store failed and `--state-required` was given.
     Failed(String),
@@ -68,12 +84,25 @@ pub enum Next {
     PastDeadline { wait: Duration },
 }
 
+/// A store that failed: when to try it again.
+struct Down {
+    again_at: Instant,
+    pause: Duration,
+}
+
 /// One invocation's link to its group's shared state.
 pub struct Session {
     features: Option<Features>,
     store: Option<AnyStore>,
+    /// Set while the store fails.
+    down: Option<Down>,
+    /// The one warning about a failing store has been given.
+    warned: bool,
     trial: bool,
     admitted: bool,
+    /// This run's own pace schedule, kept while the store fails.
+    local: GroupState,
+    epoch: Instant,
 }
 
 fn micros(d: Duration) -> Micros {
@@ -84,87 +113,173 @@ fn duration(us: Micros) -> Duration {
     Duration::from_micros(us)
 }
 
+/// How long a store call may take, and whether that is a share of the
+/// time left before `--max-time`.
+#[derive(Debug, Clone, Copy)]
+struct Limit {
+    time: Duration,
+    share: bool,
+}
+
+/// How long a store call may take now.
+fn call_limit(deadline: Option<Instant>) -> Result<Limit, Stop> {
+    let whole = Limit {
+        time: CALL_LIMIT,
+        share: false,
+    };
+    match deadline {
+        None => Ok(whole),
+        Some(d) => {
+            let left = d.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Stop::Deadline);
+            }
+            let share = left / STORE_SHARE;
+            Ok(if share < CALL_LIMIT {
+                Limit {
+                    time: share,
+                    share: true,
+                }
+            } else {
+                whole
+            })
+        }
+    }
+}
+
 impl Session {
     /// No shared state: every question gets the answer of a lone invocation.
     pub fn none() -> Session {
         Session {
             features: None,
             store: None,
+            down: None,
+            warned: false,
             trial: false,
             admitted: false,
+            local: GroupState::default(),
+            epoch: Instant::now(),
         }
     }
 
-    /// Open the store before the first attempt, so that an unreachable one is
-    /// reported (or ends the run) before anything runs.
+    /// Open the store and try it before the first attempt, so that a store
+    /// that cannot be used is reported (or ends the run) before anything
+    /// runs.
     pub async fn open(
         features: Option<Features>,
         log: &mut impl Sink,
         signals: &mut Signals,
         deadline: Option<Instant>,
     ) -> Result<Session, Stop> {
-        let Some(f) = features else {
-            return Ok(Session::none());
+        let mut session = Session::none();
+        let Some(mut f) = features else {
+            return Ok(session);
         };
-        let mut session = Session {
-            store: None,
-            features: None,
-            trial: false,
-            admitted: false,
-        };
-        let store = match AnyStore::new(&f.at) {
-            Ok(s) => Some(s),
+        let store = f.at.resolve().map_err(anyhow::Error::msg).and_then(|at| {
+            f.at = at;
+            AnyStore::new(&f.at, f.password_file.as_deref())
+        });
+        session.features = Some(f);
+        match store {
+            Ok(s) => session.store = Some(s),
             Err(e) => {
-                session.features = Some(f);
+                // Nothing to try again: the run goes on without a store.
                 session.failed(log, &e)?;
                 return Ok(session);
             }
+        }
+        let limit = call_limit(deadline)?;
+        let (Some(store), Some(f)) = (session.store.as_mut(), session.features.as_ref()) else {
+            return Ok(session);
         };
-        session.store = store;
-        session.features = Some(f);
-        let opened = match session.store.as_mut() {
-            Some(store) => bounded(store.open(), signals, deadline).await?,
-            None => Ok(()),
-        };
+        let opened = bounded(store.open(&f.group), signals, limit).await?;
+        if let Some(w) = store.take_warning() {
+            log.emit(&Event::Warning { message: &w });
+        }
         if let Err(e) = opened {
             session.failed(log, &e)?;
         }
         Ok(session)
     }
 
-    /// A store failure: end the run if the store is required, else warn once
-    /// and go on without it.
+    /// A store failure: end the run if the store is required, else warn
+    /// (once a run) and go on without it until it is tried again.
     fn failed(&mut self, log: &mut impl Sink, e: &anyhow::Error) -> Result<(), Stop> {
-        self.store = None;
         let Some(f) = &self.features else {
             return Ok(());
         };
         let what = format!("shared state at {}: {}", f.at.shown(), one_line(e));
         if f.required {
+            self.store = None;
             return Err(Stop::Failed(format!("{what} (--state-required)")));
         }
-        log.emit(&Event::Warning {
-            message: &format!("{what}; running without it"),
+        // A store refused as unsafe is not tried again: nothing would change.
+        if e.chain()
+            .any(|c| c.downcast_ref::<super::NotUsed>().is_some())
+        {
+            self.store = None;
+        }
+        let pause = self
+            .down
+            .as_ref()
+            .map_or(RETRY_STORE_FIRST, |d| (d.pause * 2).min(RETRY_STORE_MAX));
+        self.down = Some(Down {
+            again_at: Instant::now() + pause,
+            pause,
         });
+        if self.warned {
+            log.emit(&Event::Note {
+                message: &format!("{what}; still running without it"),
+            });
+        } else {
+            self.warned = true;
+            let later = if self.store.is_some() {
+                " for now (it is tried again before later retries)"
+            } else {
+                ""
+            };
+            log.emit(&Event::Warning {
+                message: &format!("{what}; running without it{later}"),
+            });
+        }
         Ok(())
     }
 
+    /// One call to the store, unless it failed and is not due to be tried
+    /// again (`force` tries it anyway). None when there is no answer.
     async fn call(
         &mut self,
         op: Op,
         log: &mut impl Sink,
         signals: &mut Signals,
-        deadline: Option<Instant>,
+        limit: Limit,
+        force: bool,
     ) -> Result<Option<Reply>, Stop> {
         let (Some(store), Some(f)) = (self.store.as_mut(), self.features.as_ref()) else {
             return Ok(None);
         };
-        let result = bounded(store.apply(&f.group, op), signals, deadline).await?;
+        if !force
+            && self
+                .down
+                .as_ref()
+                .is_some_and(|d| Instant::now() < d.again_at)
+            && !store.mended(&f.group)
+        {
+            return Ok(None);
+        }
+        let result = bounded(store.apply(&f.group, op), signals, limit).await?;
         if let Some(w) = store.take_warning() {
             log.emit(&Event::Warning { message: &w });
         }
         match result {
-            Ok(reply) => Ok(Some(reply)),
+            Ok(reply) => {
+                if self.down.take().is_some() {
+                    log.emit(&Event::Note {
+                        message: &format!("shared state at {}: in use again", f.at.shown()),
+                    });
+                }
+                Ok(Some(reply))
+            }
             Err(e) => {
                 self.failed(log, &e)?;
                 Ok(None)
@@ -182,21 +297,16 @@ impl Session {
         let Some(breaker) = self.features.as_ref().and_then(|f| f.breaker) else {
             return Ok(Gate::Run);
         };
-        // A trial's place is held until its own --max-time (and a moment to
-        // report), or else for the cooldown and at least TRIAL_LEASE.
+        // A trial's place is held until its own --max-time, or else for the
+        // cooldown and at least TRIAL_LEASE: a trial killed before it could
+        // report gives way to another then.
         let lease = match deadline {
-            Some(d) => d.saturating_duration_since(Instant::now()) + Duration::from_secs(1),
-            None => duration(breaker.cooldown).max(TRIAL_LEASE),
+            Some(d) => micros(d.saturating_duration_since(Instant::now())).max(1),
+            None => breaker.cooldown.max(TRIAL_LEASE),
         };
+        let limit = call_limit(deadline)?;
         let reply = self
-            .call(
-                Op::Admit {
-                    lease: micros(lease),
-                },
-                log,
-                signals,
-                deadline,
-            )
+            .call(Op::Admit { lease, breaker }, log, signals, limit, false)
             .await?;
         Ok(match reply {
             Some(Reply::Admit(Admit::Open { wait })) => Gate::Refused(format!(
@@ -215,6 +325,8 @@ impl Session {
                 });
                 Gate::Run
             }
+            // Closed, or no answer: a store that fails lets the run through,
+            // and hears how it ended if it is back by then.
             _ => {
                 self.admitted = true;
                 Gate::Run
@@ -233,7 +345,8 @@ impl Session {
         let Some(budget) = self.features.as_ref().and_then(|f| f.budget) else {
             return Ok(());
         };
-        self.call(Op::Record { budget, success }, log, signals, deadline)
+        let limit = call_limit(deadline)?;
+        self.call(Op::Record { budget, success }, log, signals, limit, false)
             .await
             .map(|_| ())
     }
@@ -257,32 +370,46 @@ impl Session {
         if budget.is_none() && pace.is_none() {
             return Ok(own);
         }
+        let deadline_in = deadline.map(|d| micros(d.saturating_duration_since(Instant::now())));
         let op = Op::Plan {
             delay: micros(delay),
-            deadline_in: deadline.map(|d| micros(d.saturating_duration_since(Instant::now()))),
+            deadline_in,
             budget,
             pace,
         };
-        Ok(match self.call(op, log, signals, deadline).await? {
-            Some(Reply::Plan(Plan::Go { wait, paced })) => Next::Go {
-                wait: duration(wait),
-                paced: duration(paced),
+        let limit = call_limit(deadline)?;
+        Ok(match self.call(op, log, signals, limit, false).await? {
+            Some(Reply::Plan(plan)) => next(plan, budget),
+            Some(_) => own,
+            None => match pace {
+                Some(p) => next(self.pace_alone(p, delay, deadline_in), None),
+                None => own,
             },
-            Some(Reply::Plan(Plan::BudgetSpent { tokens_milli })) => Next::BudgetSpent {
-                tokens: tokens_milli as f64 / 1000.0,
-                max: budget.map_or(0.0, |b| b.max_milli as f64 / 1000.0),
-            },
-            Some(Reply::Plan(Plan::PastDeadline { wait })) => Next::PastDeadline {
-                wait: duration(wait),
-            },
-            _ => own,
         })
+    }
+
+    /// While the store fails: this run's own retries paced at the group's
+    /// rate, shared among the invocations the store sees waiting for it
+    /// (each of them paces itself the same way).
+    fn pace_alone(&mut self, p: Pace, delay: Duration, deadline_in: Option<Micros>) -> Plan {
+        let sharing = match (self.store.as_mut(), self.features.as_ref()) {
+            (Some(store), Some(f)) => store.waiting(&f.group).max(1),
+            _ => 1,
+        };
+        let mine = Pace {
+            interval: p.interval.saturating_mul(u64::from(sharing)),
+            burst: p.burst.div_ceil(sharing).max(1),
+        };
+        let now = micros(self.epoch.elapsed());
+        self.local
+            .plan(now, micros(delay), deadline_in, None, Some(mine))
     }
 
     /// The invocation is over: tell the breaker how it went. An invocation
     /// the breaker refused, or one that ended by a signal, tells it nothing.
     /// It may take [`FINISH_LIMIT`] even past `--max-time`: a run that timed
-    /// out is just what the breaker must count.
+    /// out is just what the breaker must count. A store that failed earlier
+    /// is tried once more for it.
     pub async fn finish(
         &mut self,
         success: bool,
@@ -300,14 +427,34 @@ impl Session {
             success,
             trial: self.trial,
         };
-        let limit = Instant::now() + FINISH_LIMIT;
-        self.call(op, log, signals, Some(limit)).await.map(|_| ())
+        let limit = Limit {
+            time: FINISH_LIMIT,
+            share: false,
+        };
+        self.call(op, log, signals, limit, true).await.map(|_| ())
+    }
+}
+
+/// A plan in the loop's terms.
+fn next(plan: Plan, budget: Option<Budget>) -> Next {
+    match plan {
+        Plan::Go { wait, paced } => Next::Go {
+            wait: duration(wait),
+            paced: duration(paced),
+        },
+        Plan::BudgetSpent { tokens_milli } => Next::BudgetSpent {
+            tokens: tokens_milli as f64 / 1000.0,
+            max: budget.map_or(0.0, |b| b.max_milli as f64 / 1000.0),
+        },
+        Plan::PastDeadline { wait } => Next::PastDeadline {
+            wait: duration(wait),
+        },
     }
 }
 
 /// An error and its causes on one line, each cause once: some errors repeat
 /// their source's text in their own.
-fn one_line(e: &anyhow::Error) -> String {
+pub(super) fn one_line(e: &anyhow::Error) -> String {
     let mut out = String::new();
     for cause in e.chain() {
         let text = cause.to_string();
@@ -322,86 +469,28 @@ fn one_line(e: &anyhow::Error) -> String {
     out.replace('\n', " ")
 }
 
-/// Run a store call within [`CALL_LIMIT`] and the deadline, giving way to a
-/// terminating signal. Hitting the limit is a store failure; hitting the
-/// deadline ends the run.
+/// Run a store call within `limit`, giving way to a terminating signal.
+/// Hitting the limit is a store failure.
 async fn bounded<T>(
     call: impl Future<Output = anyhow::Result<T>>,
     signals: &mut Signals,
-    deadline: Option<Instant>,
+    limit: Limit,
 ) -> Result<anyhow::Result<T>, Stop> {
-    let limit = Instant::now() + CALL_LIMIT;
-    let (until, by_deadline) = match deadline {
-        Some(d) if d < limit => (d, true),
-        _ => (limit, false),
-    };
     tokio::select! {
-        // The call first: one that is done at once wins over a deadline that passed.
+        // The call first: one that is done at once wins over a limit of zero.
         biased;
         r = call => Ok(r),
         sig = signals.next_interrupt() => Err(Stop::Interrupted(sig)),
-        () = tokio::time::sleep_until(until.into()) => if by_deadline {
-            Err(Stop::Deadline)
-        } else {
-            Ok(Err(anyhow::anyhow!("no answer within {}", human(CALL_LIMIT))))
-        },
+        () = tokio::time::sleep(limit.time) => Ok(Err(anyhow::anyhow!(
+            "no answer within {}{}",
+            human(limit.time),
+            if limit.share {
+                format!(" (1/{STORE_SHARE} of the time left before --max-time)")
+            } else {
+                String::new()
+            }
+        ))),
     }
-}
-
-/// `--state-show`: the group's state in words, for stdout.
-pub async fn show(features: &Features) -> anyhow::Result<String> {
-    let mut store = AnyStore::new(&features.at)?;
-    let (now, s) = async {
-        store.open().await?;
-        match store.apply(&features.group, Op::Show).await? {
-            Reply::Show { now, state } => Ok((now, state)),
-            other => anyhow::bail!("unexpected answer {other:?}"),
-        }
-    }
-    .await
-    .map_err(|e| anyhow::anyhow!("shared state at {}: {}", features.at.shown(), one_line(&e)))?;
-    let budget = features.budget.unwrap_or(Budget::DEFAULT);
-    let breaker = features.breaker.unwrap_or(Breaker::DEFAULT);
-    let pace = if s.tat > now {
-        format!("next free slot in {}", human(duration(s.tat - now)))
-    } else {
-        "no retry scheduled: the next slot is free now".to_string()
-    };
-    let max = budget.max_milli as f64 / 1000.0;
-    let count = s.tokens_for(budget);
-    let budget_line = format!(
-        "{count} of {max} tokens; retries {} (they need more than {})",
-        if count * 2.0 > max {
-            "allowed"
-        } else {
-            "refused"
-        },
-        max / 2.0
-    );
-    let breaker_line = if s.open_until == 0 {
-        format!(
-            "closed ({} consecutive failed runs; opens at {})",
-            s.failures, breaker.threshold
-        )
-    } else if now < s.open_until {
-        format!(
-            "open ({} consecutive failed runs); half-open in {}",
-            s.failures,
-            human(duration(s.open_until - now))
-        )
-    } else if now < s.trial_until {
-        format!(
-            "half-open, a trial run under way (its lease ends in {})",
-            human(duration(s.trial_until - now))
-        )
-    } else {
-        "half-open: the next run is its trial".to_string()
-    };
-    Ok(format!(
-        "group:   {}\nstore:   {}\npace:    {pace}\nbudget:  {budget_line}\nbreaker: {breaker_line}\n",
-        features.group,
-        features.at.shown()
-    ))
 }
 
 #[cfg(test)]

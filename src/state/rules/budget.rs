@@ -2,6 +2,16 @@
 //! a count that failures drain and successes refill, and retries allowed only
 //! while it is above half. Counted in thousandths of a token, so that both
 //! stores do exact integer arithmetic.
+//!
+//! The group stores how many tokens it has *spent*, not how many are left:
+//! the count an invocation sees is its own TOKENS less what was spent. So a
+//! change of TOKENS keeps its meaning (how many net failures the group may
+//! have before retries stop): raising `--budget 10` to `--budget 1000` turns
+//! "9 of 10" into "999 of 1000", where a stored count of 9 would have read
+//! as 9 of 1000 and refused every retry. Files written before kept the count
+//! left (`tokens_milli`); they are read as spent = TOKENS − count with the
+//! TOKENS of the first invocation that uses them, which is how they were
+//! read then, and written back in the new form.
 
 use super::GroupState;
 
@@ -20,22 +30,32 @@ impl Budget {
 }
 
 impl GroupState {
-    /// The count as this invocation sees it: full until first used, and
-    /// never above its own TOKENS.
+    /// Tokens spent as this invocation sees them: from 0 to its own TOKENS
+    /// (a stored value out of that range, from other flags or another
+    /// writer, is bounded by the current ones).
+    pub fn spent(&self, budget: Budget) -> i64 {
+        let max = budget.max_milli.max(0);
+        match self.tokens_milli {
+            // The form of earlier versions: the count left.
+            Some(left) => max.saturating_sub(left).clamp(0, max),
+            None => self.spent_milli.clamp(0, max),
+        }
+    }
+
+    /// The count as this invocation sees it, in thousandths.
     fn tokens(&self, budget: Budget) -> i64 {
-        self.tokens_milli
-            .unwrap_or(budget.max_milli)
-            .min(budget.max_milli)
+        budget.max_milli - self.spent(budget)
     }
 
     /// An attempt ended: a failure takes one token, a success gives back RATIO.
     pub fn record(&mut self, budget: Budget, success: bool) {
-        let t = self.tokens(budget);
-        self.tokens_milli = Some(if success {
-            t.saturating_add(budget.ratio_milli).min(budget.max_milli)
+        let spent = self.spent(budget);
+        self.spent_milli = if success {
+            spent.saturating_sub(budget.ratio_milli).max(0)
         } else {
-            t.saturating_sub(1000).max(0)
-        });
+            spent.saturating_add(1000).min(budget.max_milli)
+        };
+        self.tokens_milli = None;
     }
 
     /// The count when it allows no retry: at or below TOKENS/2 (compared as
@@ -68,7 +88,8 @@ mod tests {
         let mut g = GroupState::default();
         assert_eq!(g.tokens_for(B), 10.0);
         g.record(B, false);
-        assert_eq!(g.tokens_milli, Some(9_000));
+        assert_eq!(g.spent_milli, 1_000);
+        assert_eq!(g.tokens_for(B), 9.0);
     }
 
     #[test]
@@ -109,19 +130,82 @@ mod tests {
         for _ in 0..30 {
             g.record(B, false);
         }
-        assert_eq!(g.tokens_milli, Some(0));
+        assert_eq!(g.spent_milli, 10_000);
+        assert_eq!(g.tokens_for(B), 0.0);
         for _ in 0..100 {
             g.record(B, true);
         }
-        assert_eq!(g.tokens_milli, Some(10_000));
-        // A smaller TOKENS from another invocation caps what it sees.
+        assert_eq!(g.spent_milli, 0);
+        // A smaller TOKENS from another invocation sees the same spending
+        // against its own TOKENS.
         let small = Budget {
             max_milli: 4_000,
             ratio_milli: 100,
         };
-        assert_eq!(g.tokens_for(small), 4.0);
+        g.record(B, false);
+        assert_eq!(g.tokens_for(small), 3.0);
         g.record(small, false);
-        assert_eq!(g.tokens_milli, Some(3_000));
+        assert_eq!(g.spent_milli, 2_000);
+    }
+
+    #[test]
+    fn a_change_of_tokens_keeps_what_was_spent() {
+        let ten = Budget {
+            max_milli: 10_000,
+            ratio_milli: 100,
+        };
+        let thousand = Budget {
+            max_milli: 1_000_000,
+            ratio_milli: 100,
+        };
+        let mut g = GroupState::default();
+        g.record(ten, false);
+        assert_eq!(g.tokens_for(ten), 9.0);
+        // Raised: one token spent of a thousand, retries allowed.
+        assert_eq!(g.tokens_for(thousand), 999.0);
+        assert!(matches!(
+            g.plan(S, 0, None, Some(thousand), None),
+            Plan::Go { .. }
+        ));
+        // Lowered below what was spent: the count stops at zero.
+        for _ in 0..20 {
+            g.record(thousand, false);
+        }
+        assert_eq!(g.tokens_for(thousand), 979.0);
+        assert_eq!(g.tokens_for(ten), 0.0);
+        g.record(ten, true);
+        assert_eq!(g.spent_milli, 9_900);
+    }
+
+    #[test]
+    fn a_count_stored_by_an_earlier_version_is_read_against_the_current_tokens() {
+        let thousand = Budget {
+            max_milli: 1_000_000,
+            ratio_milli: 100,
+        };
+        let mut g: GroupState =
+            serde_json::from_str(r#"{"tat":0,"tokens_milli":991000,"failures":0}"#).unwrap();
+        assert_eq!(g.tokens_for(thousand), 991.0);
+        // As it was read then: never above the invocation's own TOKENS.
+        assert_eq!(g.tokens_for(B), 10.0);
+        g.record(thousand, false);
+        assert_eq!((g.tokens_milli, g.spent_milli), (None, 10_000));
+        let written = serde_json::to_string(&g).unwrap();
+        assert!(!written.contains("tokens_milli"), "{written}");
+    }
+
+    #[test]
+    fn a_stored_spending_out_of_range_is_bounded() {
+        let g = GroupState {
+            spent_milli: -5_000,
+            ..GroupState::default()
+        };
+        assert_eq!(g.tokens_for(B), 10.0);
+        let g = GroupState {
+            spent_milli: i64::MAX,
+            ..GroupState::default()
+        };
+        assert_eq!(g.tokens_for(B), 0.0);
     }
 
     #[test]

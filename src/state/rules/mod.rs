@@ -13,9 +13,9 @@ mod breaker;
 mod budget;
 mod pace;
 
-pub use breaker::{Admit, Breaker};
+pub use breaker::{Admit, Breaker, TRIAL_LEASE};
 pub use budget::Budget;
-pub use pace::Pace;
+pub use pace::{Pace, SCHEDULE_AHEAD};
 
 /// Microseconds on the store's clock.
 pub type Micros = u64;
@@ -26,8 +26,12 @@ pub struct GroupState {
     /// GCRA's theoretical arrival time: the next slot on the schedule.
     #[serde(default)]
     pub tat: Micros,
-    /// The budget count in thousandths; None until first used (then it starts full).
+    /// Budget tokens spent, in thousandths: 0 is a full budget.
     #[serde(default)]
+    pub spent_milli: i64,
+    /// The budget count left, as earlier versions stored it (read once,
+    /// then replaced by `spent_milli`; see `budget.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_milli: Option<i64>,
     /// Consecutive failed invocations.
     #[serde(default)]
@@ -83,6 +87,7 @@ impl GroupState {
 pub enum Op {
     Admit {
         lease: Micros,
+        breaker: Breaker,
     },
     Record {
         budget: Budget,
@@ -99,8 +104,6 @@ pub enum Op {
         success: bool,
         trial: bool,
     },
-    /// Read only, for `--state-show`.
-    Show,
 }
 
 /// A store's answer to an [`Op`].
@@ -109,13 +112,12 @@ pub enum Reply {
     Admit(Admit),
     Plan(Plan),
     Done,
-    Show { now: Micros, state: GroupState },
 }
 
 /// Apply `op` to `state` at `now`: the whole of what a store does under its lock.
 pub fn apply(state: &mut GroupState, now: Micros, op: Op) -> Reply {
     match op {
-        Op::Admit { lease } => Reply::Admit(state.admit(now, lease)),
+        Op::Admit { lease, breaker } => Reply::Admit(state.admit(now, lease, breaker)),
         Op::Record { budget, success } => {
             state.record(budget, success);
             Reply::Done
@@ -134,7 +136,6 @@ pub fn apply(state: &mut GroupState, now: Micros, op: Op) -> Reply {
             state.finish(now, breaker, success, trial);
             Reply::Done
         }
-        Op::Show => Reply::Show { now, state: *state },
     }
 }
 
@@ -162,7 +163,8 @@ mod tests {
     fn state_survives_a_json_round_trip_and_tolerates_missing_fields() {
         let g = GroupState {
             tat: 5,
-            tokens_milli: Some(7),
+            spent_milli: 7,
+            tokens_milli: None,
             failures: 2,
             open_until: 9,
             trial_until: 11,

@@ -12,6 +12,13 @@ pub struct Pace {
     pub burst: u32,
 }
 
+/// How many slots the schedule may run ahead of a retry's own wake time: a
+/// fleet of this many runs all waiting at once. A stored schedule further
+/// ahead (from a slower `--pace` than the current one, or another writer)
+/// is pulled back to it, so the group's pace can hold a retry off for at
+/// most this many intervals of the current RATE beyond its own backoff.
+pub const SCHEDULE_AHEAD: u64 = 10_000;
+
 impl Pace {
     /// GCRA's tolerance: how far ahead of the schedule a slot may be taken.
     fn tolerance(self) -> Micros {
@@ -31,6 +38,11 @@ impl GroupState {
         p: Pace,
     ) -> Plan {
         let earliest = now.saturating_add(delay);
+        let latest = earliest.saturating_add(
+            p.interval
+                .saturating_mul(SCHEDULE_AHEAD.saturating_add(u64::from(p.burst))),
+        );
+        self.tat = self.tat.min(latest);
         let slot = earliest.max(self.tat.saturating_sub(p.tolerance()));
         let wait = slot - now;
         if deadline_in.is_some_and(|d| wait >= d) {
@@ -41,6 +53,21 @@ impl GroupState {
             wait,
             paced: slot - earliest,
         }
+    }
+}
+
+impl GroupState {
+    /// For `--state-show`: how long until a retry could start, and how many
+    /// could start at once now (0 while the next slot is in the future).
+    pub fn pace_now(&self, now: Micros, p: Pace) -> (Micros, u32) {
+        let tol = p.tolerance();
+        let first = self.tat.saturating_sub(tol);
+        if first > now {
+            return (first - now, 0);
+        }
+        let ahead = self.tat.saturating_sub(now);
+        let free = (tol - ahead) / p.interval.max(1) + 1;
+        (0, u32::try_from(free).unwrap_or(u32::MAX).min(p.burst))
     }
 }
 
@@ -146,5 +173,59 @@ mod tests {
             go(g.plan(now, 0, Some(501 * MS), None, pace(2, 1))),
             (500 * MS, 500 * MS)
         );
+    }
+
+    #[test]
+    fn pace_schedule_far_ahead_is_pulled_back_to_what_the_rate_allows() {
+        let far = 259 * 365 * 24 * 3600 * S;
+        let mut g = GroupState {
+            tat: far,
+            ..GroupState::default()
+        };
+        let now = 10 * S;
+        // At 20/s the schedule may run 10,000 slots (500s) ahead of the wake time.
+        let (wait, paced) = go(g.plan(now, 100 * MS, None, None, pace(20, 1)));
+        assert_eq!(paced, 500 * S + 50 * MS);
+        assert_eq!(wait, 100 * MS + paced);
+        assert_eq!(g.tat, now + wait + 50 * MS);
+        // A schedule within the bound is kept as it is.
+        let mut g = GroupState {
+            tat: now + 3 * S,
+            ..GroupState::default()
+        };
+        assert_eq!(go(g.plan(now, 0, None, None, pace(20, 1))), (3 * S, 3 * S));
+        assert_eq!(g.tat, now + 3 * S + 50 * MS);
+    }
+
+    #[test]
+    fn pace_now_counts_the_free_burst_slots() {
+        let p = Pace {
+            interval: 100 * MS,
+            burst: 3,
+        };
+        let now = 10 * S;
+        let mut g = GroupState::default();
+        assert_eq!(g.pace_now(now, p), (0, 3));
+        go(g.plan(now, 0, None, None, Some(p)));
+        assert_eq!(g.pace_now(now, p), (0, 2));
+        go(g.plan(now, 0, None, None, Some(p)));
+        assert_eq!(g.pace_now(now, p), (0, 1));
+        go(g.plan(now, 0, None, None, Some(p)));
+        // All three taken: the next is one interval away.
+        assert_eq!(g.pace_now(now, p), (100 * MS, 0));
+        assert_eq!(g.pace_now(now + 100 * MS, p), (0, 1));
+        assert_eq!(g.pace_now(now + 250 * MS, p), (0, 2));
+        assert_eq!(g.pace_now(now + S, p), (0, 3));
+        // Burst 1: free now, or not.
+        let one = Pace {
+            interval: 100 * MS,
+            burst: 1,
+        };
+        let g = GroupState {
+            tat: now + 76 * MS,
+            ..GroupState::default()
+        };
+        assert_eq!(g.pace_now(now, one), (76 * MS, 0));
+        assert_eq!(g.pace_now(now + 76 * MS, one), (0, 1));
     }
 }

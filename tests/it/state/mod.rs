@@ -9,32 +9,69 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::util::{command, path_str, retry, retry_sh, scratch};
+use crate::util::{command, path_str, retry, scratch};
 
+mod failing;
+mod hostile;
+mod link;
 mod rules;
-mod stores;
+mod same;
+mod show;
 
 /// A redis-server of the test's own; stopped when dropped.
 struct Redis {
     child: Child,
     url: String,
+    /// For a unix-socket server: its socket and extra arguments, to restart it.
+    sock: Option<(PathBuf, Vec<String>)>,
     _dir: tempfile::TempDir,
 }
 
 impl Redis {
     /// On a unix socket in a private directory.
     fn unix() -> Redis {
+        Redis::unix_with(&[])
+    }
+
+    /// On a unix socket, with extra server arguments (`--timeout 1`...).
+    fn unix_with(extra: &[&str]) -> Redis {
         let dir = scratch();
         let sock = dir.path().join("redis.sock");
-        let s = path_str(&sock);
-        let child = server(dir.path(), &["--port", "0", "--unixsocket", &s]);
-        let redis = Redis {
-            child,
-            url: format!("unix://{s}"),
+        let extra: Vec<String> = extra.iter().map(|a| a.to_string()).collect();
+        let mut redis = Redis {
+            child: unix_server(dir.path(), &sock, &extra),
+            url: format!("unix://{}", path_str(&sock)),
+            sock: Some((sock, extra)),
             _dir: dir,
         };
-        redis.wait_ready(|| UnixStream::connect(&sock).ok().map(Conn::Unix));
+        redis.wait_unix();
         redis
+    }
+
+    fn wait_unix(&mut self) {
+        let sock = self.sock.as_ref().expect("a unix socket server").0.clone();
+        self.wait_ready(|| UnixStream::connect(&sock).ok().map(Conn::Unix));
+    }
+
+    /// The server's unix socket.
+    fn sock_path(&self) -> PathBuf {
+        self.sock.as_ref().expect("a unix socket server").0.clone()
+    }
+
+    /// One command on the unix socket (with AUTH first when `password` is
+    /// given); the server's reply as text.
+    fn cmd(&self, password: Option<&str>, words: &[&str]) -> String {
+        redis_cmd(&self.sock_path(), password, words)
+    }
+
+    /// Saves the data set, stops the server and starts it again on the same
+    /// socket: connections made before are gone, the data stays.
+    fn restart(&mut self) {
+        self.cmd(None, &["SHUTDOWN", "SAVE"]);
+        let _ = self.child.wait();
+        let (sock, extra) = self.sock.clone().expect("a unix socket server");
+        self.child = unix_server(self._dir.path(), &sock, &extra);
+        self.wait_unix();
     }
 
     /// On 127.0.0.1 with a password.
@@ -56,6 +93,7 @@ impl Redis {
         let redis = Redis {
             child,
             url: format!("redis://127.0.0.1:{port}/0"),
+            sock: None,
             _dir: dir,
         };
         redis.wait_ready(|| {
@@ -157,6 +195,7 @@ impl Redis {
         let redis = Redis {
             child,
             url: format!("rediss://127.0.0.1:{port}/0"),
+            sock: None,
             _dir: dir,
         };
         // Ready once the port accepts connections (a TLS handshake is the client's job).
@@ -223,6 +262,38 @@ fn server(dir: &Path, args: &[&str]) -> Child {
         .expect("redis-server must be installed (scripts/test.sh installs it)")
 }
 
+/// One command to the server on `sock`; its reply as text.
+fn redis_cmd(sock: &Path, password: Option<&str>, words: &[&str]) -> String {
+    let mut c = UnixStream::connect(sock).expect("connect to redis");
+    c.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let resp = |words: &[&str]| {
+        let mut out = format!("*{}\r\n", words.len());
+        for w in words {
+            out.push_str(&format!("${}\r\n{w}\r\n", w.len()));
+        }
+        out
+    };
+    let mut buf = [0u8; 4096];
+    if let Some(p) = password {
+        c.write_all(resp(&["AUTH", p]).as_bytes()).expect("send");
+        let n = c.read(&mut buf).expect("reply");
+        assert!(buf[..n].starts_with(b"+OK"), "AUTH: {:?}", &buf[..n]);
+    }
+    c.write_all(resp(words).as_bytes()).expect("send");
+    let n = c.read(&mut buf).unwrap_or(0);
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+/// A server on a unix socket. Saving is off, but `SHUTDOWN SAVE` still
+/// writes the data set, which a restart in the same directory reads.
+fn unix_server(dir: &Path, sock: &Path, extra: &[String]) -> Child {
+    let s = path_str(sock);
+    let mut args = vec!["--port", "0", "--unixsocket", &s];
+    args.extend(extra.iter().map(String::as_str));
+    server(dir, &args)
+}
+
 /// A 127.0.0.1 port nothing listens on (bound, then released).
 fn free_port() -> u16 {
     let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -252,8 +323,12 @@ impl Store {
 
 /// `--state-show` for the group, on stdout.
 fn show(store: &Store, group: &str, extra: &[&str]) -> String {
-    let s = store.arg();
-    let mut args = vec!["--group", group, "--state", &s, "--state-show"];
+    show_at(&store.arg(), group, extra)
+}
+
+/// `--state-show` for the group in the store at `s`, on stdout.
+fn show_at(s: &str, group: &str, extra: &[&str]) -> String {
+    let mut args = vec!["--group", group, "--state", s, "--state-show"];
     args.extend_from_slice(extra);
     let out = retry(args).run();
     out.expect_code(0);
@@ -322,4 +397,46 @@ fn events<'a>(
 
 fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
+}
+
+/// Whether the tests of a hostile second user can run: they change owners
+/// and switch users, which needs root (as in CI). Otherwise says so.
+fn root() -> bool {
+    if nix::unistd::Uid::effective().is_root() {
+        true
+    } else {
+        eprintln!("SKIPPED: this test plays a second user and needs root");
+        false
+    }
+}
+
+/// The second user of the hostile tests.
+const NOBODY: u32 = 65534;
+
+/// `sh -c SCRIPT` run as the unprivileged user `nobody`; fails the test
+/// unless it succeeds.
+fn as_nobody(script: &str) {
+    // setpriv (util-linux, installed by scripts/test.sh) also drops root's
+    // supplementary groups.
+    let id = NOBODY.to_string();
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid",
+            &id,
+            "--regid",
+            &id,
+            "--clear-groups",
+            "sh",
+            "-c",
+            script,
+        ])
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .output()
+        .expect("sh as nobody");
+    assert!(
+        out.status.success(),
+        "as nobody: {script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -1,7 +1,11 @@
-//! The rules across real invocations: the budget without a lost update,
-//! pace spacing a group's retries, the breaker's cycle; on both stores.
+//! Pace, budget and breaker across concurrent invocations, on both stores.
 
-use super::*;
+use std::path::Path;
+use std::thread;
+use std::time::Duration;
+
+use super::{Redis, Store, budget_count, events, herd, show, strings};
+use crate::util::{path_str, retry, retry_sh, scratch};
 
 // ---- budget: no lost update with 200 concurrent invocations ----
 
@@ -184,7 +188,7 @@ fn a_pace_slot_past_max_time_is_not_taken() {
     );
     // The slot was left for someone else.
     assert_eq!(tat(), before);
-    let shown = show(&store, "slow", &[]);
+    let shown = show(&store, "slow", &["--pace", "1/m"]);
     assert!(shown.contains("\npace:    next free slot in 5"), "{shown}");
 }
 
@@ -270,4 +274,47 @@ fn a_failed_trial_reopens_the_circuit() {
     thread::sleep(Duration::from_millis(600));
     retry_sh(&args, "exit 2").run().expect_code(2);
     retry_sh(&args, "exit 0").run().expect_code(75);
+}
+
+#[test]
+fn rediss_urls_speak_tls_and_check_the_certificate() {
+    let (redis, ca) = Redis::tls();
+    let args = [
+        "--group",
+        "g",
+        "--state",
+        &redis.url,
+        "--budget",
+        "--state-required",
+    ];
+    // Trusted through SSL_CERT_FILE, as for HTTP mode.
+    retry_sh(&args, "exit 0")
+        .env("SSL_CERT_FILE", &ca)
+        .run()
+        .expect_code(0);
+    let out = retry([
+        "--group",
+        "g",
+        "--state",
+        &redis.url,
+        "--state-show",
+        "--budget",
+        "10",
+    ])
+    .env("SSL_CERT_FILE", &ca)
+    .run();
+    out.expect_code(0);
+    assert!(
+        out.stdout_text().contains("budget:  10 of 10 tokens"),
+        "{}",
+        out.stdout_text()
+    );
+    // Not trusted: the store cannot be used.
+    let out = retry_sh(&args, "exit 0").run();
+    out.expect_code(125);
+    assert!(
+        out.stderr_text().contains("certificate"),
+        "{}",
+        out.stderr_text()
+    );
 }

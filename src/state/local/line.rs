@@ -1,0 +1,389 @@
+//! Waiting in line for a group's lock, and watching who holds it.
+//!
+//! A contended lock is waited for by a thread of its own, blocked in the
+//! kernel's queue (fair, no polling), which does the caller's work as soon
+//! as it holds the lock, so the lock is never held across a hand-over
+//! between threads. One such thread at most per group and process: a later
+//! call hands its work to the thread already in line. The thread is never
+//! joined, so one still blocked cannot keep retry alive after it decided to
+//! exit.
+//!
+//! While it waits, the caller watches the lock through `/proc/locks` (who
+//! holds it, who waits for it) and the state file (whether it changes),
+//! never by writing anything: a holder that is stopped, or that keeps the
+//! lock while nothing changes, is stalled, and the call gives up.
+
+use std::fs::File;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail};
+
+use super::{Done, Work};
+use crate::fsutil::Dir;
+
+/// How long the lock may stay with one holder while the group's state
+/// does not change before the holder counts as stalled. While the lock
+/// keeps changing hands, waiting goes on.
+pub const LOCK_STALL: Duration = Duration::from_secs(3);
+/// How long a holder may stay stopped (SIGSTOP, Ctrl-Z) before it counts as
+/// stalled.
+pub const STOPPED_STALL: Duration = Duration::from_millis(250);
+/// The longest wait for the lock, however busy it is.
+pub const LOCK_CAP: Duration = Duration::from_secs(30);
+/// How often a waiter looks at the lock.
+const POLL: Duration = Duration::from_millis(50);
+
+/// A lock file, as `/proc/locks` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockId {
+    pub major: u64,
+    pub minor: u64,
+    pub ino: u64,
+}
+
+/// What `/proc/locks` says of one lock file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Seen {
+    /// The process holding it, when the lock is held and the holder is
+    /// visible from here.
+    pub holder: Option<i32>,
+    /// How many wait for it (each process of retry has one thread in line).
+    pub waiting: u32,
+}
+
+/// Reads `/proc/locks` for `id`. Matched on the device and inode; where no
+/// entry has the device (a file on overlayfs is locked on the layer below),
+/// on the inode alone.
+pub fn seen(id: LockId) -> Seen {
+    std::fs::read_to_string("/proc/locks")
+        .map(|text| parse_locks(&text, id))
+        .unwrap_or_default()
+}
+
+fn parse_locks(text: &str, id: LockId) -> Seen {
+    let want_dev = format!("{:02x}:{:02x}", id.major, id.minor);
+    let mut exact = Seen::default();
+    let mut by_ino = Seen::default();
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let Some(at) = words.iter().position(|w| w.matches(':').count() == 2) else {
+            continue;
+        };
+        let Some((dev, ino)) = words[at].rsplit_once(':') else {
+            continue;
+        };
+        if ino.parse::<u64>().ok() != Some(id.ino) {
+            continue;
+        }
+        let pid = at
+            .checked_sub(1)
+            .and_then(|i| words[i].parse::<i32>().ok())
+            .filter(|p| *p > 0);
+        let blocked = words.get(1) == Some(&"->");
+        for s in [&mut by_ino]
+            .into_iter()
+            .chain((dev == want_dev).then_some(&mut exact))
+        {
+            if blocked {
+                s.waiting += 1;
+            } else if s.holder.is_none() {
+                s.holder = pid;
+            }
+        }
+    }
+    if exact.holder.is_some() || exact.waiting > 0 {
+        exact
+    } else {
+        by_ino
+    }
+}
+
+/// Whether process `pid` is stopped (by a signal, or traced).
+pub fn stopped(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            // The name in parentheses may hold anything: the state follows its last ')'.
+            let after = &s[s.rfind(')')? + 1..];
+            after
+                .split_whitespace()
+                .next()
+                .map(|st| st == "T" || st == "t")
+        })
+        .unwrap_or(false)
+}
+
+/// The work a caller waits for, and where its answer goes.
+struct Job {
+    work: Work,
+    tx: tokio::sync::oneshot::Sender<anyhow::Result<Done>>,
+}
+
+#[derive(Default)]
+struct Slot {
+    job: Option<Job>,
+    /// The thread has held the lock and let it go: it takes no more work.
+    closed: bool,
+}
+
+/// A thread in line for one group's lock.
+pub struct Line {
+    slot: Arc<Mutex<Slot>>,
+    pub id: LockId,
+}
+
+/// Takes the caller's work back when it stops waiting (it gave up, or a
+/// signal or the deadline cancelled it), so that the thread does not do it
+/// later for no one. Work the thread already took is done, as if the
+/// caller had waited.
+struct Withdraw<'a>(&'a Line);
+
+impl Drop for Withdraw<'_> {
+    fn drop(&mut self) {
+        self.0.lock().job = None;
+    }
+}
+
+impl Line {
+    /// Starts a thread that waits for `file`'s lock, then does the work in
+    /// its slot, if any, before letting the lock go. `apply` is what the
+    /// holder of the lock does.
+    pub fn start(
+        file: File,
+        id: LockId,
+        dir: Arc<Dir>,
+        group: String,
+        apply: fn(&Dir, &str, Work) -> anyhow::Result<Done>,
+    ) -> anyhow::Result<Line> {
+        let slot = Arc::new(Mutex::new(Slot::default()));
+        let theirs = Arc::clone(&slot);
+        std::thread::Builder::new()
+            .name("state-lock".into())
+            .spawn(move || {
+                let locked = file.lock();
+                let job = {
+                    let mut s = theirs.lock().unwrap_or_else(PoisonError::into_inner);
+                    s.closed = true;
+                    s.job.take()
+                };
+                if let Some(job) = job {
+                    let done = match locked {
+                        Ok(()) => apply(&dir, &group, job.work),
+                        Err(e) => Err(anyhow!("cannot lock: {e}")),
+                    };
+                    let _ = job.tx.send(done);
+                }
+                drop(file);
+            })
+            .map_err(|e| anyhow!("cannot start a thread to wait for the lock: {e}"))?;
+        Ok(Line { slot, id })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slot> {
+        self.slot.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether the thread still waits (and takes work).
+    pub fn open(&self) -> bool {
+        !self.lock().closed
+    }
+
+    /// Hands `work` to the thread and waits for it to be done, watching the
+    /// lock: see [`Watch`]. None when the thread no longer takes work.
+    pub async fn wait(&self, work: Work, watch: Watch<'_>) -> Option<anyhow::Result<Done>> {
+        let (tx, mut rx) = tokio::sync::oneshot::channel();
+        {
+            let mut s = self.lock();
+            if s.closed {
+                return None;
+            }
+            s.job = Some(Job { work, tx });
+        }
+        let _withdraw = Withdraw(self);
+        let start = tokio::time::Instant::now();
+        let mut last = watch.look(self.id);
+        let mut moved = start;
+        let mut stopped_since = None;
+        loop {
+            tokio::select! {
+                r = &mut rx => {
+                    return Some(match r {
+                        Ok(done) => done,
+                        Err(_) => Err(anyhow!("the thread waiting for {} ended", watch.lock_path)),
+                    });
+                }
+                () = tokio::time::sleep(POLL) => {}
+            }
+            let now = tokio::time::Instant::now();
+            let seen = watch.look(self.id);
+            if seen != last {
+                last = seen;
+                moved = now;
+            }
+            let holder = last.0.holder;
+            if let Some(pid) = holder.filter(|p| *p != std::process::id() as i32) {
+                if stopped(pid) {
+                    let since = *stopped_since.get_or_insert(now);
+                    if now - since >= STOPPED_STALL {
+                        return Some(Err(stalled(watch.lock_path, Some(pid), true)));
+                    }
+                } else {
+                    stopped_since = None;
+                }
+            }
+            if now - moved >= LOCK_STALL {
+                return Some(Err(stalled(watch.lock_path, holder, false)));
+            }
+            if now - start >= LOCK_CAP {
+                return Some(Err(anyhow!(
+                    "{} was too busy: no turn within {}s",
+                    watch.lock_path,
+                    LOCK_CAP.as_secs()
+                )));
+            }
+        }
+    }
+}
+
+/// The error of a stalled holder; [`Stalled`] tells the store which one.
+fn stalled(lock_path: &str, holder: Option<i32>, stopped: bool) -> anyhow::Error {
+    let who = match holder {
+        Some(pid) => format!("process {pid}"),
+        None => "another process".to_string(),
+    };
+    let how = if stopped {
+        "which is stopped".to_string()
+    } else {
+        format!("which has kept it for {}s", LOCK_STALL.as_secs())
+    };
+    anyhow::Error::new(Stalled {
+        holder,
+        message: format!("{lock_path} is held by {who}, {how}"),
+    })
+}
+
+/// A holder found stalled: while it still holds the lock, later calls give
+/// up at once instead of waiting again.
+#[derive(Debug, Clone)]
+pub struct Stalled {
+    pub holder: Option<i32>,
+    message: String,
+}
+
+impl std::fmt::Display for Stalled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Stalled {}
+
+/// What a waiter watches besides the lock: the group's state file, which
+/// changes whenever a holder changes the state.
+#[derive(Clone, Copy)]
+pub struct Watch<'a> {
+    pub dir: &'a Dir,
+    pub state_name: &'a std::ffi::OsStr,
+    pub lock_path: &'a str,
+}
+
+/// The lock's holder and the state file's identity and time of change.
+type Look = (Seen, Option<(u64, i64, i64)>);
+
+impl Watch<'_> {
+    fn look(&self, id: LockId) -> Look {
+        let file = self
+            .dir
+            .stat_at(self.state_name)
+            .ok()
+            .flatten()
+            .map(|s| (s.st_ino, s.st_mtime, s.st_mtime_nsec));
+        let mut seen = seen(id);
+        // Others joining or leaving the line is no progress.
+        seen.waiting = 0;
+        (seen, file)
+    }
+}
+
+/// Gives up at once when the holder found stalled before still holds the lock.
+pub fn still_stalled(id: LockId, stalled: Option<i32>) -> anyhow::Result<()> {
+    if let Some(pid) = stalled
+        && seen(id).holder == Some(pid)
+    {
+        bail!("the lock is still held by process {pid}, found stalled before");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LOCKS: &str = "\
+1: FLOCK  ADVISORY  WRITE 9740 fe:00:10010818 0 EOF
+1: -> FLOCK  ADVISORY  WRITE 9747 fe:00:10010818 0 EOF
+1:  -> FLOCK  ADVISORY  WRITE 9749 fe:00:10010818 0 EOF
+2: FLOCK  ADVISORY  WRITE 378 fe:00:5554544 0 EOF
+3: POSIX  ADVISORY  READ 27848 08:01:10010818 0 EOF
+";
+
+    #[test]
+    fn the_holder_and_the_waiters_are_read_from_proc_locks() {
+        let id = LockId {
+            major: 0xfe,
+            minor: 0,
+            ino: 10_010_818,
+        };
+        assert_eq!(
+            parse_locks(LOCKS, id),
+            Seen {
+                holder: Some(9740),
+                waiting: 2
+            }
+        );
+        // Another device's lock on the same inode number is not this one.
+        let other = LockId {
+            major: 8,
+            minor: 1,
+            ..id
+        };
+        assert_eq!(
+            parse_locks(LOCKS, other),
+            Seen {
+                holder: Some(27848),
+                waiting: 0
+            }
+        );
+        // On overlayfs the device differs: the inode alone decides.
+        let overlay = LockId {
+            major: 0,
+            minor: 0x2f,
+            ino: 5_554_544,
+        };
+        assert_eq!(parse_locks(LOCKS, overlay).holder, Some(378));
+        assert_eq!(parse_locks("", id), Seen::default());
+    }
+
+    #[test]
+    fn a_stopped_process_is_seen_as_stopped() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .expect("sleep");
+        let pid = child.id() as i32;
+        assert!(!stopped(pid));
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGSTOP,
+        )
+        .expect("stop");
+        let until = std::time::Instant::now() + Duration::from_secs(10);
+        while !stopped(pid) {
+            assert!(std::time::Instant::now() < until, "never seen stopped");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}

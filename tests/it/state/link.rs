@@ -1,0 +1,336 @@
+//! The link to a Redis store: credentials in every form never shown nor
+//! handed on, malformed URLs refused, a dropped connection made again, a
+//! server that does not answer (or does not speak TLS) told as such, and a
+//! slow one leaving the command its run.
+
+use std::os::unix::fs::PermissionsExt;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::{Redis, redis_cmd, show_at};
+use crate::util::{bin, path_str, retry, retry_sh, scratch};
+
+#[test]
+fn unix_socket_passwords_are_never_printed_nor_handed_on() {
+    let redis = Redis::unix_with(&["--requirepass", "sesame-right"]);
+    let sock = redis.url.trim_start_matches("unix://").to_string();
+    let wrong = format!("unix://{sock}?pass=sesame-wrong");
+    for format in ["text", "json"] {
+        let out = retry_sh(
+            &[
+                "--group",
+                "g",
+                "--state",
+                &wrong,
+                "--budget",
+                "--log-format",
+                format,
+            ],
+            "exit 0",
+        )
+        .run();
+        out.expect_code(0);
+        let err = out.stderr_text();
+        assert!(err.contains("pass=***"), "{err}");
+        assert!(!err.contains("sesame"), "{err}");
+    }
+    let right = format!("redis+unix://{sock}?pass=sesame-right");
+    retry_sh(
+        &["--group", "g", "--state", &right, "--budget", "--max", "1"],
+        "exit 1",
+    )
+    .run()
+    .expect_code(1);
+    let out = retry([
+        "--group",
+        "g",
+        "--state",
+        &right,
+        "--state-show",
+        "--budget",
+    ])
+    .run();
+    out.expect_code(0);
+    let text = out.stdout_text();
+    assert!(text.contains("budget:  99 of 100"), "{text}");
+    assert!(
+        text.contains("pass=***") && !text.contains("sesame"),
+        "{text}"
+    );
+
+    // Given in RETRY_STATE, the password does not reach the command.
+    let t = scratch();
+    let seen = t.path().join("seen");
+    let out = retry_sh(
+        &["--group", "g", "--budget", "--state-required"],
+        &format!("printf %s \"$RETRY_STATE\" > '{}'", path_str(&seen)),
+    )
+    .env("RETRY_STATE", &right)
+    .run();
+    out.expect_code(0);
+    assert_eq!(
+        std::fs::read_to_string(&seen).expect("seen"),
+        format!("redis+unix://{sock}")
+    );
+}
+
+#[test]
+fn a_password_file_lets_nested_runs_share_the_store() {
+    let redis = Redis::unix_with(&["--requirepass", "sesame-right"]);
+    let t = scratch();
+    let file = t.path().join("redis-password");
+    std::fs::write(&file, "sesame-right\n").expect("password file");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    let seen = t.path().join("seen");
+    // The outer run and the one it runs both use the store, and neither the
+    // environment nor a command line holds the password.
+    let inner = format!(
+        "'{}' --budget --state-required --max 1 -- false; env > '{}'",
+        path_str(bin()),
+        path_str(&seen)
+    );
+    let out = retry_sh(&["--budget", "--state-required", "--max", "1"], &inner)
+        .env("RETRY_GROUP", "nested")
+        .env("RETRY_STATE", &redis.url)
+        .env("RETRY_STATE_PASSWORD_FILE", &file)
+        .run();
+    out.expect_code(0);
+    assert!(
+        !out.stderr_text().contains("shared state"),
+        "{}",
+        out.stderr_text()
+    );
+    let env = std::fs::read_to_string(&seen).expect("seen");
+    assert!(!env.contains("sesame"), "{env}");
+    let shown = retry([
+        "--group",
+        "nested",
+        "--state",
+        &redis.url,
+        "--state-show",
+        "--budget",
+    ])
+    .env("RETRY_STATE_PASSWORD_FILE", &file)
+    .run();
+    shown.expect_code(0);
+    // The inner run's failure was counted (and the outer run's success).
+    assert!(
+        shown.stdout_text().contains("budget:  99.1 of 100"),
+        "{}",
+        shown.stdout_text()
+    );
+}
+
+#[test]
+fn a_malformed_store_url_is_a_usage_error() {
+    let t = scratch();
+    let ran = t.path().join("ran");
+    let script = format!("touch '{}'", path_str(&ran));
+    for url in [
+        "redis://:hunter2@",
+        "unix://",
+        "redis://127.0.0.1:99999/0",
+        "redis://[::1",
+    ] {
+        let out = retry_sh(&["--group", "g", "--budget", "--state", url], &script).run();
+        out.expect_code(2);
+        let err = out.stderr_text();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("for --state: "), "{err}");
+        assert!(!err.contains("hunter2"), "{err}");
+        let out = retry_sh(&["--group", "g", "--budget"], &script)
+            .env("RETRY_STATE", url)
+            .run();
+        out.expect_code(2);
+        assert!(
+            out.stderr_text().contains("for RETRY_STATE (--state): "),
+            "{}",
+            out.stderr_text()
+        );
+    }
+    assert!(!ran.exists(), "the command ran");
+}
+
+/// The budget count and breaker line `--state-show` reports.
+fn budget_and_breaker(redis: &Redis, group: &str) -> (String, String) {
+    let text = show_at(&redis.url, group, &["--budget", "--breaker"]);
+    let line = |k: &str| {
+        text.lines()
+            .find(|l| l.starts_with(k))
+            .unwrap_or_else(|| panic!("no {k} in {text}"))
+            .to_string()
+    };
+    (line("budget:"), line("breaker:"))
+}
+
+#[test]
+fn a_connection_the_server_dropped_is_made_again() {
+    // The server closes connections idle for a second, as proxies and
+    // managed Redis services do; the backoff is longer than that.
+    let mut redis = Redis::unix_with(&["--timeout", "1"]);
+    let args = [
+        "--group",
+        "idle",
+        "--state",
+        &redis.url,
+        "--budget",
+        "--breaker",
+        "--max",
+        "2",
+        "--base",
+        "2500ms",
+        "--jitter",
+        "none",
+    ];
+    let out = retry_sh(&args, "exit 1").run();
+    out.expect_code(1);
+    assert!(
+        !out.stderr_text().contains("warning"),
+        "{}",
+        out.stderr_text()
+    );
+    let (budget, breaker) = budget_and_breaker(&redis, "idle");
+    assert!(budget.contains("98 of 100"), "{budget}");
+    assert!(
+        breaker.contains("closed (1 consecutive failed runs"),
+        "{breaker}"
+    );
+
+    // The server restarts during the backoff.
+    let t = scratch();
+    let started = t.path().join("started");
+    let args = [
+        "--group",
+        "restart",
+        "--state",
+        &redis.url,
+        "--budget",
+        "--breaker",
+        "--max",
+        "2",
+        "--base",
+        "3s",
+        "--jitter",
+        "none",
+    ];
+    let running = retry_sh(&args, &format!("touch '{}'; exit 1", path_str(&started))).spawn();
+    let until = Instant::now() + Duration::from_secs(20);
+    while !started.exists() {
+        assert!(Instant::now() < until, "the first attempt never started");
+        thread::sleep(Duration::from_millis(20));
+    }
+    // Let the first outcome be recorded, then restart the server.
+    thread::sleep(Duration::from_millis(500));
+    redis.restart();
+    let out = running.wait();
+    out.expect_code(1);
+    assert!(
+        !out.stderr_text().contains("warning"),
+        "{}",
+        out.stderr_text()
+    );
+    let (budget, breaker) = budget_and_breaker(&redis, "restart");
+    assert!(budget.contains("98 of 100"), "{budget}");
+    assert!(
+        breaker.contains("closed (1 consecutive failed runs"),
+        "{breaker}"
+    );
+}
+
+/// Keeps a real server busy for `secs` (DEBUG SLEEP), from a thread.
+fn keep_busy(redis: &Redis, secs: &str) -> thread::JoinHandle<()> {
+    let sock = redis.sock_path();
+    let secs = secs.to_string();
+    let handle = thread::spawn(move || {
+        redis_cmd(&sock, None, &["DEBUG", "SLEEP", &secs]);
+    });
+    // The server has the command before the test goes on.
+    thread::sleep(Duration::from_millis(300));
+    handle
+}
+
+#[test]
+fn a_busy_server_is_told_as_such_and_leaves_the_command_its_run() {
+    let redis = Redis::unix_with(&["--enable-debug-command", "yes"]);
+    let t = scratch();
+    let ran = t.path().join("ran");
+    let script = format!("touch '{}'", path_str(&ran));
+    let busy = keep_busy(&redis, "4");
+    let out = retry_sh(
+        &["--group", "g", "--state", &redis.url, "--budget"],
+        &script,
+    )
+    .run();
+    out.expect_code(0);
+    let err = out.stderr_text();
+    assert!(
+        err.contains("connected, but the server did not answer within 2s"),
+        "{err}"
+    );
+    assert!(ran.exists());
+    busy.join().expect("busy");
+
+    // With --max-time 2s, the store may take half a second of it: the
+    // command runs (before, the wait ate the deadline: 124, no attempt).
+    std::fs::remove_file(&ran).expect("rm");
+    let busy = keep_busy(&redis, "4");
+    let out = retry_sh(
+        &[
+            "--group",
+            "g",
+            "--state",
+            &redis.url,
+            "--budget",
+            "--breaker",
+            "--max-time",
+            "2s",
+        ],
+        &script,
+    )
+    .run();
+    assert_eq!(out.code(), 0, "{}", out.stderr_text());
+    assert!(ran.exists(), "the command did not run");
+    // The breaker's last word may take a second more, even past --max-time.
+    assert!(out.elapsed < Duration::from_secs(4), "{:?}", out.elapsed);
+    assert!(
+        out.stderr_text()
+            .contains("(1/4 of the time left before --max-time)"),
+        "{}",
+        out.stderr_text()
+    );
+    busy.join().expect("busy");
+}
+
+#[test]
+fn a_server_that_never_answers_or_does_not_speak_tls_is_told_as_such() {
+    // Accepts connections and says nothing.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming() {
+            held.push(c);
+        }
+    });
+    let url = format!("redis://127.0.0.1:{port}/0");
+    let out = retry_sh(&["--group", "g", "--state", &url, "--budget"], "exit 0").run();
+    out.expect_code(0);
+    assert!(
+        out.stderr_text()
+            .contains("connected, but the server did not answer within 2s"),
+        "{}",
+        out.stderr_text()
+    );
+
+    let plain = Redis::tcp_with_password("pw");
+    let tls = plain.url.replace("redis://", "rediss://:pw@");
+    let out = retry_sh(&["--group", "g", "--state", &tls, "--budget"], "exit 0").run();
+    out.expect_code(0);
+    assert!(
+        out.stderr_text()
+            .contains("the server does not speak TLS on this port"),
+        "{}",
+        out.stderr_text()
+    );
+    assert!(!out.stderr_text().contains(":pw@"), "{}", out.stderr_text());
+}
