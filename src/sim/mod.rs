@@ -179,33 +179,6 @@ where
     )
 }
 
-/// [`simulate_fleet`], keeping every request and success time as well
-/// ([`Outcome::arrivals`], [`Outcome::successes`]): for small runs checked
-/// exactly.
-pub fn simulate_traced<R, S>(
-    policy: &Policy,
-    fleet: Fleet,
-    model: Model,
-    clients: u32,
-    rng: &mut R,
-    sink: &mut S,
-) -> Outcome
-where
-    R: Rng + ?Sized,
-    S: Sink,
-{
-    run(
-        policy,
-        fleet,
-        model,
-        clients,
-        rng,
-        sink,
-        true,
-        request_limit(clients),
-    )
-}
-
 /// An OCC message of `client`'s, taking `latency` from `now`.
 fn hop(queue: &mut queue::Queue<Client>, now: Duration, mut client: Client, latency: Duration) {
     client.since = client.since.saturating_add(since(latency));
@@ -559,13 +532,18 @@ mod tests {
     }
 
     fn fleet_sim(p: &Policy, fleet: Fleet, model: Model, n: u32, seed: u64) -> Outcome {
-        simulate_traced(
+        // Traced: every request and success time is kept
+        // ([`Outcome::arrivals`], [`Outcome::successes`]) to be checked exactly.
+        let mut rng = crate::rng::seeded(seed);
+        run(
             p,
             fleet,
             model,
             n,
-            &mut crate::rng::seeded(seed),
+            &mut rng,
             &mut Quiet,
+            true,
+            request_limit(n),
         )
     }
 
