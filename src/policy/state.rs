@@ -392,6 +392,32 @@ mod tests {
         }
     }
 
+    /// The password file `--state` `url` is given with when
+    /// `RETRY_STATE_PASSWORD_FILE` in the environment named it.
+    fn password_file_from_env(url: &str) -> Option<PathBuf> {
+        let mut cli = Cli::parse_from([
+            "retry",
+            "--group",
+            "g",
+            "--budget",
+            "--state",
+            url,
+            "--state-password-file",
+            "/f",
+            "--",
+            "true",
+        ]);
+        cli.from_env = vec![(
+            "state_password_file".into(),
+            "RETRY_STATE_PASSWORD_FILE".into(),
+        )];
+        let f = from_args(&cli.state, &Names(&cli.from_env));
+        f.expect("valid")
+            .shared
+            .expect("shared state")
+            .password_file
+    }
+
     #[test]
     fn a_password_file_is_for_a_redis_url_without_a_password() {
         let f = shared(&[
@@ -425,49 +451,9 @@ mod tests {
         ]);
         assert!(e.contains("--state-password-file applies only"), "{e}");
         // From the environment, it is left aside where it does not apply.
-        let mut cli = Cli::parse_from([
-            "retry",
-            "--group",
-            "g",
-            "--budget",
-            "--state",
-            "/var/lib/x",
-            "--state-password-file",
-            "/f",
-            "--",
-            "true",
-        ]);
-        cli.from_env = vec![(
-            "state_password_file".into(),
-            "RETRY_STATE_PASSWORD_FILE".into(),
-        )];
-        let f = from_args(&cli.state, &Names(&cli.from_env))
-            .unwrap()
-            .shared
-            .unwrap();
-        assert_eq!(f.password_file, None);
+        assert_eq!(password_file_from_env("/var/lib/x"), None);
         // So is it when the URL given on the command line has a password.
-        let mut cli = Cli::parse_from([
-            "retry",
-            "--group",
-            "g",
-            "--budget",
-            "--state",
-            "redis://:pw@db",
-            "--state-password-file",
-            "/f",
-            "--",
-            "true",
-        ]);
-        cli.from_env = vec![(
-            "state_password_file".into(),
-            "RETRY_STATE_PASSWORD_FILE".into(),
-        )];
-        let f = from_args(&cli.state, &Names(&cli.from_env))
-            .unwrap()
-            .shared
-            .unwrap();
-        assert_eq!(f.password_file, None);
+        assert_eq!(password_file_from_env("redis://:pw@db"), None);
     }
 
     #[test]
