@@ -50,45 +50,75 @@ pub fn header(name: &str, value: &str) -> String {
     }
 }
 
+/// A URL cut at the places the masking functions work on. Cut by hand,
+/// not parsed: what is shown must be the text as written.
+struct Parts<'a> {
+    /// `scheme://`.
+    head: &'a str,
+    /// What stands before the authority's last `@`.
+    userinfo: Option<&'a str>,
+    /// The rest of the authority.
+    host: &'a str,
+    /// Up to the first `?` (everything left when there is none).
+    path: &'a str,
+    /// Between that `?` and the next `#`.
+    query: Option<&'a str>,
+    /// From that `#` on, when there is a query.
+    fragment: &'a str,
+}
+
+/// `u`'s [`Parts`], or None when it has no `scheme://`.
+fn parts(u: &str) -> Option<Parts<'_>> {
+    let after = u.find("://")? + 3;
+    let rest = &u[after..];
+    let (authority, path_etc) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+    let (userinfo, host) = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => (Some(userinfo), host),
+        None => (None, authority),
+    };
+    let (path, query, fragment) = match path_etc.split_once('?') {
+        Some((path, query_etc)) => {
+            let (query, fragment) =
+                query_etc.split_at(query_etc.find('#').unwrap_or(query_etc.len()));
+            (path, Some(query), fragment)
+        }
+        None => (path_etc, None, ""),
+    };
+    Some(Parts {
+        head: &u[..after],
+        userinfo,
+        host,
+        path,
+        query,
+        fragment,
+    })
+}
+
 /// A URL as it may be logged: the password and the values of secret-looking
 /// query parameters replaced by `***`. Everything else is kept as written.
 pub fn url(u: &str) -> String {
-    let Some(scheme_end) = u.find("://") else {
+    let Some(p) = parts(u) else {
         return u.to_string();
     };
-    let after = scheme_end + 3;
-    let rest = &u[after..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
     let mut out = String::with_capacity(u.len());
-    out.push_str(&u[..after]);
-    match authority.rfind('@') {
-        Some(at) => {
-            let userinfo = &authority[..at];
-            match userinfo.find(':') {
-                Some(colon) => {
-                    out.push_str(&userinfo[..=colon]);
-                    out.push_str(MASK);
-                }
-                None => out.push_str(userinfo),
+    out.push_str(p.head);
+    if let Some(userinfo) = p.userinfo {
+        match userinfo.split_once(':') {
+            Some((user, _)) => {
+                out.push_str(user);
+                out.push(':');
+                out.push_str(MASK);
             }
-            out.push_str(&authority[at..]);
+            None => out.push_str(userinfo),
         }
-        None => out.push_str(authority),
+        out.push('@');
     }
-    let path_etc = &rest[authority_end..];
-    match path_etc.find('?') {
-        Some(q) => {
-            out.push_str(&path_etc[..=q]);
-            let query_etc = &path_etc[q + 1..];
-            let (query, fragment) = match query_etc.find('#') {
-                Some(h) => query_etc.split_at(h),
-                None => (query_etc, ""),
-            };
-            out.push_str(&form(query));
-            out.push_str(fragment);
-        }
-        None => out.push_str(path_etc),
+    out.push_str(p.host);
+    out.push_str(p.path);
+    if let Some(query) = p.query {
+        out.push('?');
+        out.push_str(&form(query));
+        out.push_str(p.fragment);
     }
     out
 }
@@ -99,60 +129,42 @@ pub fn url(u: &str) -> String {
 /// parameters (`pass=`, `password=`, `token=`...) dropped. None when there
 /// is nothing to remove.
 pub fn url_without_password(u: &str) -> Option<String> {
-    let after = u.find("://")? + 3;
-    let rest = &u[after..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
+    let p = parts(u)?;
     let mut removed = false;
     let mut out = String::with_capacity(u.len());
-    out.push_str(&u[..after]);
-    match authority.rfind('@') {
-        Some(at) => {
-            let userinfo = &authority[..at];
-            match userinfo.find(':') {
-                Some(colon) => {
-                    removed = true;
-                    let user = &userinfo[..colon];
-                    if !user.is_empty() {
-                        out.push_str(user);
-                        out.push('@');
-                    }
-                }
-                None => {
-                    out.push_str(userinfo);
-                    out.push('@');
-                }
+    out.push_str(p.head);
+    match p.userinfo.map(|u| u.split_once(':').ok_or(u)) {
+        Some(Ok((user, _password))) => {
+            removed = true;
+            if !user.is_empty() {
+                out.push_str(user);
+                out.push('@');
             }
-            out.push_str(&authority[at + 1..]);
         }
-        None => out.push_str(authority),
+        Some(Err(user)) => {
+            out.push_str(user);
+            out.push('@');
+        }
+        None => {}
     }
-    let path_etc = &rest[authority_end..];
-    match path_etc.find('?') {
-        Some(q) => {
-            out.push_str(&path_etc[..q]);
-            let query_etc = &path_etc[q + 1..];
-            let (query, fragment) = match query_etc.find('#') {
-                Some(h) => query_etc.split_at(h),
-                None => (query_etc, ""),
-            };
-            let kept: Vec<&str> = query
-                .split('&')
-                .filter(|pair| match pair.split_once('=') {
-                    Some((k, v)) if !v.is_empty() && is_secret_name(&percent_decoded(k)) => {
-                        removed = true;
-                        false
-                    }
-                    _ => true,
-                })
-                .collect();
-            if !kept.is_empty() && kept != [""] {
-                out.push('?');
-                out.push_str(&kept.join("&"));
-            }
-            out.push_str(fragment);
+    out.push_str(p.host);
+    out.push_str(p.path);
+    if let Some(query) = p.query {
+        let kept: Vec<&str> = query
+            .split('&')
+            .filter(|pair| match pair.split_once('=') {
+                Some((k, v)) if !v.is_empty() && is_secret_name(&percent_decoded(k)) => {
+                    removed = true;
+                    false
+                }
+                _ => true,
+            })
+            .collect();
+        if !kept.is_empty() && kept != [""] {
+            out.push('?');
+            out.push_str(&kept.join("&"));
         }
-        None => out.push_str(path_etc),
+        out.push_str(p.fragment);
     }
     removed.then_some(out)
 }
@@ -413,24 +425,15 @@ fn json_members(s: &str) -> String {
 /// (`https://hc-ping.com/UUID`): only the scheme and host are shown, the
 /// rest becomes `/***`, and user info `***@`.
 pub fn url_host_only(u: &str) -> String {
-    let Some(scheme_end) = u.find("://") else {
+    let Some(p) = parts(u) else {
         return MASK.to_string();
     };
-    let after = scheme_end + 3;
-    let rest = &u[after..];
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    let host = match authority.rfind('@') {
-        Some(at) => format!("{MASK}@{}", &authority[at + 1..]),
-        None => authority.to_string(),
+    let user = p.userinfo.map_or(String::new(), |_| format!("{MASK}@"));
+    let hidden = match (p.path, p.query) {
+        ("" | "/", None) => p.path,
+        _ => "/***",
     };
-    let tail = &rest[authority_end..];
-    let hidden = if tail.is_empty() || tail == "/" {
-        tail
-    } else {
-        "/***"
-    };
-    format!("{}{host}{hidden}", &u[..after])
+    format!("{}{user}{}{hidden}", p.head, p.host)
 }
 
 #[cfg(test)]
