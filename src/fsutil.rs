@@ -383,6 +383,22 @@ impl Dir {
     }
 }
 
+/// A new unnamed scratch file, mode 0600, in `$TMPDIR` (or `/tmp` when it
+/// is unset or empty). The directory must pass [`Rule::Output`] like any
+/// place retry writes: a `$TMPDIR` another user could write in is refused,
+/// not silently replaced, so the user learns their setting is unsafe.
+pub fn scratch_in_tmpdir() -> Result<File, String> {
+    let path = std::env::var_os("TMPDIR")
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+    let dir = Dir::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    dir.check(Rule::Output).map_err(|u| {
+        format!("the temporary directory {u}; set TMPDIR to a directory of your own")
+    })?;
+    dir.scratch_file(0o600)
+        .map_err(|e| format!("cannot create a temporary file in {}: {e}", path.display()))
+}
+
 impl AsFd for Dir {
     fn as_fd(&self) -> BorrowedFd<'_> {
         self.fd.as_fd()

@@ -17,13 +17,10 @@ use std::fs::File;
 use std::io;
 use std::os::fd::BorrowedFd;
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-
-use crate::fsutil::{Dir, Rule};
 
 /// The bytes in front of each record: the stream (1 or 2) and the length
 /// of the bytes that follow (u32, little-endian).
@@ -57,29 +54,10 @@ pub struct WrittenOut {
 }
 
 impl Spool {
-    /// A new, empty spool in the temporary directory: `$TMPDIR` when it is
-    /// set and safe to write in (see `fsutil::Rule::Output`), else `/tmp`.
-    pub fn create() -> io::Result<Spool> {
-        let mut places: Vec<PathBuf> = Vec::with_capacity(2);
-        if let Some(dir) = std::env::var_os("TMPDIR").filter(|d| !d.is_empty()) {
-            places.push(dir.into());
-        }
-        places.push("/tmp".into());
-        let mut last = io::Error::new(io::ErrorKind::NotFound, "no temporary directory");
-        for place in places {
-            match Self::create_in(&place) {
-                Ok(spool) => return Ok(spool),
-                Err(e) => last = io::Error::new(e.kind(), format!("{}: {e}", place.display())),
-            }
-        }
-        Err(last)
-    }
-
-    fn create_in(place: &std::path::Path) -> io::Result<Spool> {
-        let dir = Dir::open(place)?;
-        dir.check(Rule::Output)
-            .map_err(|e| io::Error::new(io::ErrorKind::PermissionDenied, e.why))?;
-        let file = dir.scratch_file(0o600)?;
+    /// A new, empty spool in the temporary directory: see
+    /// [`crate::fsutil::scratch_in_tmpdir`].
+    pub fn create() -> Result<Spool, String> {
+        let file = crate::fsutil::scratch_in_tmpdir()?;
         Ok(Spool {
             state: Mutex::new(State {
                 file,

@@ -12,14 +12,12 @@
 
 use std::io::{self, PipeWriter, Read, Seek, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 use tokio::sync::oneshot;
 
 use super::Unready;
-use crate::fsutil::{Dir, Rule};
 use crate::human::human_size;
 use crate::signals::Signals;
 
@@ -78,7 +76,11 @@ pub async fn capture_stdin(
     let reader = std::thread::Builder::new()
         .name("stdin".into())
         .spawn(move || {
-            let _ = tx.send(StdinSource::capture(io::stdin().lock(), max, spool));
+            let _ = tx.send(StdinSource::capture(
+                io::stdin().lock(),
+                max,
+                crate::fsutil::scratch_in_tmpdir,
+            ));
         });
     if let Err(e) = reader {
         return Err(Unready::Failed(format!(
@@ -108,21 +110,6 @@ pub async fn capture_stdin(
             ),
         )),
     }
-}
-
-/// A new spool file: unnamed, 0600, in TMPDIR (or /tmp), which must be
-/// the caller's or root's and not writable by others unless sticky, as for
-/// any file retry writes.
-fn spool() -> Result<std::fs::File, String> {
-    let path = std::env::var_os("TMPDIR")
-        .filter(|d| !d.is_empty())
-        .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
-    let dir = Dir::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    dir.check(Rule::Output).map_err(|u| {
-        format!("the temporary directory {u}; set TMPDIR to a directory of your own")
-    })?;
-    dir.scratch_file(0o600)
-        .map_err(|e| format!("cannot create a temporary file in {}: {e}", path.display()))
 }
 
 impl StdinSource {

@@ -162,28 +162,26 @@ fn the_spool_lives_in_tmpdir_without_a_name() {
 }
 
 #[test]
-fn a_tmpdir_others_can_write_is_not_used() {
+fn a_tmpdir_others_can_write_is_refused_and_the_output_passes_through() {
     use std::os::unix::fs::PermissionsExt;
     let tmp = scratch();
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let marks = scratch();
-    let script = format!(
-        "echo held; touch {}/running; exec sleep 30",
-        path_str(marks.path())
-    );
-    let running = retry_sh(&["-qq", "--hold-output", "--max=1"], &script)
+    let out = retry_sh(&["--hold-output", "--max=1"], "echo out; echo err >&2")
         .env("TMPDIR", tmp.path())
-        .spawn();
-    wait_for_file(&marks.path().join("running"), SETTLE);
-    assert!(fds_into(running.pid().as_raw(), tmp.path()).is_empty());
-    // Held all the same, in /tmp.
-    assert_eq!(
-        fds_into(running.pid().as_raw(), std::path::Path::new("/tmp")).len(),
-        1
+        .run();
+    out.expect_code(0);
+    // Not held (a success would have dropped it), and not moved to /tmp
+    // behind the user's back: they are told why.
+    assert_eq!(out.stdout_text(), "out\n");
+    let err = out.stderr_text();
+    assert!(err.starts_with("err\n"), "{err}");
+    assert!(err.contains("cannot hold the output of attempt 1"), "{err}");
+    assert!(err.contains("writable by every user"), "{err}");
+    assert!(
+        err.contains("set TMPDIR to a directory of your own"),
+        "{err}"
     );
-    running.signal(Signal::SIGTERM);
-    let out = running.wait();
-    assert_eq!(out.stdout_text(), "held\n");
+    assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none());
 }
 
 /// retry's peak resident size (KiB, from /usr/bin/time) when its command
