@@ -93,6 +93,25 @@ pub fn shell_line(command: &[OsString]) -> String {
     words.join(" ")
 }
 
+/// An I/O error in words, as `strerror` puts it but without Rust's
+/// "(os error N)" suffix and with a lower-case start, to sit inside a
+/// sentence: "connection refused".
+pub fn io_error(e: &std::io::Error) -> String {
+    let Some(code) = e.raw_os_error() else {
+        return e.to_string();
+    };
+    let desc = nix::errno::Errno::from_raw(code).desc();
+    let mut chars = desc.chars();
+    match chars.next() {
+        // Keep acronyms ("I/O error") as they are.
+        Some(c) if chars.next().is_some_and(char::is_lowercase) => c
+            .to_lowercase()
+            .chain(desc[c.len_utf8()..].chars())
+            .collect(),
+        _ => desc.to_string(),
+    }
+}
+
 /// A byte count as people read it: `1 GiB`, `64 MiB`, `1500 bytes`; exact
 /// (a unit only where the count is a whole number of it).
 pub fn human_size(bytes: u64) -> String {
@@ -116,6 +135,20 @@ pub fn human_size(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn io_errors_read_as_part_of_a_sentence() {
+        use std::io::{Error, ErrorKind};
+        assert_eq!(
+            io_error(&Error::from_raw_os_error(nix::libc::ECONNREFUSED)),
+            "connection refused"
+        );
+        assert_eq!(
+            io_error(&Error::from_raw_os_error(nix::libc::EIO)),
+            "I/O error"
+        );
+        assert_eq!(io_error(&Error::new(ErrorKind::Other, "as is")), "as is");
+    }
 
     #[test]
     fn shell_quoting() {

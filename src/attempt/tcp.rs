@@ -20,6 +20,7 @@ use tokio::task::JoinSet;
 
 use super::{Attempt, Context, Details};
 use crate::classify::{Limit, NetFailure, Status};
+use crate::human::io_error;
 use crate::signals::{Signals, is_terminating, suspend_self};
 
 /// One `HOST:PORT`.
@@ -186,7 +187,12 @@ async fn probe(target: &Target, within: Duration) -> Result<SocketAddr, Status> 
                 drop(stream);
                 return Ok(addr);
             }
-            Ok(Err(e)) => last = fail(NetFailure::Connect, format!("{}: {e}", at(addr))),
+            Ok(Err(e)) => {
+                last = fail(
+                    NetFailure::Connect,
+                    format!("{}: {}", at(addr), io_error(&e)),
+                );
+            }
             Err(_) => last = fail(NetFailure::ConnectTimeout, at(addr)),
         }
     }

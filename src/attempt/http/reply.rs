@@ -144,7 +144,10 @@ pub fn root(e: &(dyn std::error::Error + 'static)) -> String {
     while let Some(next) = cause(cur) {
         cur = next;
     }
-    cur.to_string()
+    match cur.downcast_ref::<std::io::Error>() {
+        Some(io) => crate::human::io_error(io),
+        None => cur.to_string(),
+    }
 }
 
 #[cfg(test)]
