@@ -208,7 +208,7 @@ impl Session {
         let Some(f) = &self.features else {
             return Ok(());
         };
-        let what = format!("shared state at {}: {}", f.at.shown(), one_line(e));
+        let what = located(&f.at.shown(), e);
         if f.required {
             self.store = None;
             return Err(Stop::Failed(format!("{what} (--state-required)")));
@@ -449,6 +449,17 @@ fn next(plan: Plan, budget: Option<Budget>) -> Next {
         Plan::PastDeadline { wait } => Next::PastDeadline {
             wait: duration(wait),
         },
+    }
+}
+
+/// A store failure in words, saying where the store is unless the error
+/// itself starts by naming that place.
+pub(super) fn located(at: &str, e: &anyhow::Error) -> String {
+    let why = one_line(e);
+    if why.starts_with(at) {
+        format!("shared state: {why}")
+    } else {
+        format!("shared state at {at}: {why}")
     }
 }
 

@@ -8,14 +8,13 @@
 use std::time::Duration;
 
 use super::rules::{Breaker, Budget, GroupState, Micros, Pace};
-use super::session::one_line;
+use super::session::located;
 use super::{AnyStore, Features, Store};
 use crate::human::human;
 
 /// The group's state as `--state-show` prints it on stdout.
 pub async fn show(features: &Features) -> anyhow::Result<String> {
-    let failed =
-        |at: &str, e: &anyhow::Error| anyhow::anyhow!("shared state at {at}: {}", one_line(e));
+    let failed = |at: &str, e: &anyhow::Error| anyhow::Error::msg(located(at, e));
     let at = features
         .at
         .resolve()
