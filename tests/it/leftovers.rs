@@ -10,20 +10,39 @@ use crate::util::{gone_within, path_str, read_pid, retry_sh, scratch, wait_for_f
 
 const SETTLE: Duration = Duration::from_secs(5);
 
+/// Wait until each process in `pids` runs `sleep`: the shell has forked
+/// it, set its traps and exec'd, so a signal now meets the real job.
+fn until_sleeping(pids: &[i32]) {
+    let until = Instant::now() + SETTLE;
+    for pid in pids {
+        while std::fs::read_to_string(format!("/proc/{pid}/comm")).map_or(true, |c| c != "sleep\n")
+        {
+            assert!(Instant::now() < until, "process {pid} never ran sleep");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
 #[test]
 fn after_an_interrupt_a_background_job_that_ignores_sigint_gets_the_stop_signal_at_once() {
     // A non-interactive shell's background job ignores SIGINT: only the stop
     // signal (TERM), sent as soon as the main process has gone, ends it.
     let dir = scratch();
     let bg = dir.path().join("bg");
+    let main = dir.path().join("main");
     let running = retry_sh(
         &["--max", "3", "--kill-after", "12s"],
-        &format!("sleep 300 & echo $! > {}; sleep 300", path_str(&bg)),
+        &format!(
+            "sleep 300 & echo $! > {}; echo $$ > {}; exec sleep 300",
+            path_str(&bg),
+            path_str(&main)
+        ),
     )
     .spawn();
     wait_for_file(&bg, SETTLE);
-    std::thread::sleep(Duration::from_millis(200));
+    wait_for_file(&main, SETTLE);
     let job = read_pid(&bg);
+    until_sleeping(&[job, read_pid(&main)]);
     let asked = Instant::now();
     running.signal(Signal::SIGINT);
     let out = running.wait();
@@ -40,17 +59,20 @@ fn after_an_interrupt_a_background_job_that_ignores_sigint_gets_the_stop_signal_
 fn after_an_interrupt_a_job_that_ignores_every_stop_signal_is_killed_after_the_grace() {
     let dir = scratch();
     let bg = dir.path().join("bg");
+    let main = dir.path().join("main");
     let running = retry_sh(
         &["--max", "3", "--kill-after", "1s"],
         &format!(
-            "sh -c 'trap \"\" INT TERM; echo $$ > {}; exec sleep 300' & sleep 300",
-            path_str(&bg)
+            "sh -c 'trap \"\" INT TERM; echo $$ > {}; exec sleep 300' & echo $$ > {}; exec sleep 300",
+            path_str(&bg),
+            path_str(&main)
         ),
     )
     .spawn();
     wait_for_file(&bg, SETTLE);
-    std::thread::sleep(Duration::from_millis(200));
+    wait_for_file(&main, SETTLE);
     let job = read_pid(&bg);
+    until_sleeping(&[job, read_pid(&main)]);
     let asked = Instant::now();
     running.signal(Signal::SIGINT);
     let out = running.wait();
@@ -93,8 +115,8 @@ fn kill_9_of_retry_ends_the_attempt_s_background_jobs_too() {
         for f in &files {
             wait_for_file(f, SETTLE);
         }
-        std::thread::sleep(Duration::from_millis(100));
         let pids = files.each_ref().map(read_pid);
+        until_sleeping(&pids[1..]);
         let retry = nix::unistd::Pid::from_raw(running.id() as i32);
         if whole_job {
             nix::sys::signal::killpg(retry, Signal::SIGKILL).expect("killpg");
@@ -133,8 +155,8 @@ fn kill_9_of_retry_under_nohup_ends_the_attempt_s_background_jobs_too() {
     for f in &files {
         wait_for_file(f, SETTLE);
     }
-    std::thread::sleep(Duration::from_millis(100));
     let pids = files.each_ref().map(read_pid);
+    until_sleeping(&pids[1..]);
     let retry = read_pid(&rpid);
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(retry), Signal::SIGKILL).expect("kill");
     let _ = sh.wait();
@@ -211,8 +233,11 @@ fn kill_9_of_retry_as_pid_1_of_a_pid_namespace_leaves_nothing() {
         .expect("pid");
     let namespace = EndOnDrop(retry);
     wait_for_file(&ready, SETTLE);
-    std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(with_marker(&marker).len(), 2, "both jobs run");
+    let until = Instant::now() + SETTLE;
+    while with_marker(&marker).len() < 2 {
+        assert!(Instant::now() < until, "both jobs run");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(retry), Signal::SIGKILL).expect("kill");
     let _ = unshare.wait();
     drop(namespace);

@@ -122,7 +122,11 @@ fn a_store_directory_made_by_another_user_is_refused() {
         "{err}"
     );
     // The place is named once, not once for the store and once for why.
-    assert_eq!(warnings[0].matches(path_str(&planted).as_str()).count(), 1, "{err}");
+    assert_eq!(
+        warnings[0].matches(path_str(&planted).as_str()).count(),
+        1,
+        "{err}"
+    );
     assert!(ran.exists());
     assert_eq!(std::fs::read(&victim).expect("victim"), b"precious");
     assert_eq!(std::fs::metadata(&victim).expect("victim").uid(), 0);
