@@ -138,7 +138,7 @@ mod tests {
 
     #[test]
     fn io_errors_read_as_part_of_a_sentence() {
-        use std::io::{Error, ErrorKind};
+        use std::io::Error;
         assert_eq!(
             io_error(&Error::from_raw_os_error(nix::libc::ECONNREFUSED)),
             "connection refused"
@@ -147,7 +147,7 @@ mod tests {
             io_error(&Error::from_raw_os_error(nix::libc::EIO)),
             "I/O error"
         );
-        assert_eq!(io_error(&Error::new(ErrorKind::Other, "as is")), "as is");
+        assert_eq!(io_error(&Error::other("as is")), "as is");
     }
 
     #[test]
