@@ -16,7 +16,7 @@
 
 mod pinned;
 mod redirect;
-mod reply;
+pub(crate) mod reply;
 pub mod request;
 mod resume;
 mod sink;

@@ -114,7 +114,7 @@ pub fn describe(bytes: &[u8]) -> String {
 
 /// The next error down the chain. `io::Error::source()` skips the error it
 /// wraps (and rustls and hyper nest io::Errors two deep), so look inside.
-fn cause<'a>(
+pub(crate) fn cause<'a>(
     err: &'a (dyn std::error::Error + 'static),
 ) -> Option<&'a (dyn std::error::Error + 'static)> {
     if let Some(io) = err.downcast_ref::<std::io::Error>()
@@ -126,7 +126,7 @@ fn cause<'a>(
 }
 
 /// The TLS error anywhere in the chain, if there is one.
-fn tls_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+pub(crate) fn tls_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
     let mut cur = Some(e);
     while let Some(err) = cur {
         if let Some(t) = err.downcast_ref::<rustls::Error>() {
