@@ -29,7 +29,7 @@ mod state;
 mod tcp;
 use duration::{Dur, DurError};
 pub use http::{parse_header, parse_statuses};
-pub use sim::{Server, SimOptions};
+pub use sim::SimOptions;
 pub use state::StateOptions;
 
 /// A usage error: printed as one line, exit status 2.

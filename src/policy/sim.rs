@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::{DUR_FORM, UsageError, invalid, parse_duration, path_arg};
 use crate::cli::{Cli, FormatArg, ModelArg, SimArgs};
+use crate::sim::Model;
 use crate::state::rules::{Budget, Pace};
 
 /// Most clients a simulation takes: far past any fleet worth modelling on
@@ -16,7 +17,8 @@ pub const MAX_CLIENTS: u32 = 1_000_000;
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimOptions {
     pub clients: u32,
-    pub model: Server,
+    /// The server the flags describe (never `AlwaysFail`, the dry run's).
+    pub model: Model,
     /// Every jitter kind side by side.
     pub compare: bool,
     pub json: bool,
@@ -26,22 +28,6 @@ pub struct SimOptions {
     /// `--pace` and `--budget`: the clients share them as one group.
     pub pace: Option<Pace>,
     pub budget: Option<Budget>,
-}
-
-/// The server the simulated clients call, as the flags describe it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Server {
-    /// `--outage DUR`: every request before `until` fails.
-    Outage { until: Duration },
-    /// `--capacity RATE/s`, requests per second, with `--capacity-burst`
-    /// (None: the default, 100 ms worth), after `--outage` if given.
-    Capacity {
-        rate: f64,
-        burst: Option<u32>,
-        outage: Option<Duration>,
-    },
-    /// `--model occ`.
-    Occ,
 }
 
 /// Validate the simulation flags. `Ok(None)` when `--simulate` was not given
@@ -114,19 +100,19 @@ pub fn from_args(args: &SimArgs) -> Result<Option<SimOptions>, UsageError> {
         path_arg("--plot", plot, "an SVG file name such as herd.svg")?;
     }
     let model = match (args.model, outage, capacity) {
-        (Some(ModelArg::Occ), None, None) => Server::Occ,
+        (Some(ModelArg::Occ), None, None) => Model::Occ,
         (Some(ModelArg::Occ), _, _) => {
             return Err(UsageError(
                 "--model occ is a server of its own: it cannot be combined with --outage or --capacity"
                     .to_string(),
             ));
         }
-        (None, outage, Some(rate)) => Server::Capacity {
+        (None, outage, Some(rate)) => Model::Capacity {
             rate,
             burst,
             outage,
         },
-        (None, Some(until), None) => Server::Outage { until },
+        (None, Some(until), None) => Model::Outage { until },
         (None, None, None) => {
             return Err(UsageError(
                 "--simulate needs a server model: --outage DUR, --capacity RATE/s or --model occ"
@@ -254,7 +240,7 @@ mod tests {
         let o = from_args(&a).expect("valid").expect("some");
         assert_eq!(
             o.model,
-            Server::Outage {
+            Model::Outage {
                 until: Duration::from_secs(5)
             }
         );
@@ -264,7 +250,7 @@ mod tests {
         let o = from_args(&a).expect("valid").expect("some");
         assert_eq!(
             o.model,
-            Server::Capacity {
+            Model::Capacity {
                 rate: 20.0,
                 burst: None,
                 outage: Some(Duration::from_secs(5))
@@ -276,7 +262,7 @@ mod tests {
         let o = from_args(&a).expect("valid").expect("some");
         assert_eq!(
             o.model,
-            Server::Capacity {
+            Model::Capacity {
                 rate: 20.0,
                 burst: Some(1),
                 outage: None
