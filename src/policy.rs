@@ -44,6 +44,17 @@ impl fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// Refuse the first of `flags` that was given, saying why with `message`.
+fn refuse_given<'f>(
+    flags: impl IntoIterator<Item = (&'f str, bool)>,
+    message: impl Fn(&str) -> String,
+) -> Result<(), UsageError> {
+    match flags.into_iter().find(|(_, given)| *given) {
+        Some((flag, _)) => Err(UsageError(message(flag))),
+        None => Ok(()),
+    }
+}
+
 fn invalid(flag: &str, value: &str, expected: &str) -> UsageError {
     if looks_like_an_option(value) {
         return missing_value(flag, value, expected);

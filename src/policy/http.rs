@@ -13,6 +13,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 
 use super::{
     UsageError, invalid, looks_like_an_option, missing_value, opt_positive_duration, path_arg,
+    refuse_given,
 };
 use crate::attempt::http::{Body, CONNECT_TIMEOUT, Data, HttpOptions, IdempotencyKey, MAX_REDIRS};
 use crate::classify::{HttpRules, RETRY_AFTER_MAX, StatusSet};
@@ -217,30 +218,20 @@ pub(super) fn exclusive(cli: &Cli) -> Result<(), UsageError> {
             "--http and COMMAND are mutually exclusive: give one or the other".to_string(),
         ));
     }
-    for (flag, given) in [
-        ("--retry-on", cli.retry_on.is_some()),
-        ("--stop-on", cli.stop_on.is_some()),
-        ("--success-on", cli.success_on.is_some()),
-    ] {
-        if given {
-            return Err(UsageError(format!(
-                "{flag} applies to exit codes of a COMMAND: with --http use --expect or --retry-status"
-            )));
-        }
-    }
+    refuse_given(super::process::exit_code_flags(cli), |flag| {
+        format!(
+            "{flag} applies to exit codes of a COMMAND: with --http use --expect or --retry-status"
+        )
+    })?;
     let process = [
         ("--restart-on-success", cli.restart_on_success),
         ("--retry-if-output", !cli.retry_if_output.is_empty()),
         ("--stop-if-output", !cli.stop_if_output.is_empty()),
     ];
-    for (flag, given) in process.into_iter().chain(super::process::given(cli)) {
-        if given {
-            return Err(UsageError(format!(
-                "{flag} applies to a COMMAND's processes, not to --http"
-            )));
-        }
-    }
-    Ok(())
+    refuse_given(
+        process.into_iter().chain(super::process::given(cli)),
+        |flag| format!("{flag} applies to a COMMAND's processes, not to --http"),
+    )
 }
 
 /// `STR` or `@FILE` as `-d`, `--data-binary` and `--json` take them; `-d`

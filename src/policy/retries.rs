@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::{
     Inf, LIST_FORM, MAX_FORM, Names, SEED_FORM, UsageError, duration, invalid,
-    looks_like_an_option, missing_value,
+    looks_like_an_option, missing_value, refuse_given,
 };
 use crate::backoff::{DelayPolicy, Growth, Jitter};
 use crate::classify::{CodeSet, Rules};
@@ -83,16 +83,17 @@ fn delay(cli: &Cli, names: &Names) -> Result<(DelayPolicy, Option<Duration>), Us
     if jitter_kind == JitterArg::Decorrelated {
         // Decorrelated jitter grows from the previous delay, not from a
         // ceiling: a growth setting would silently do nothing.
-        for (given, flag) in [
-            (cli.multiplier.is_some(), "--multiplier".to_string()),
-            (cli.backoff.is_some(), backoff_name.clone()),
-        ] {
-            if given {
-                return Err(UsageError(format!(
+        refuse_given(
+            [
+                ("--multiplier", cli.multiplier.is_some()),
+                (backoff_name.as_str(), cli.backoff.is_some()),
+            ],
+            |flag| {
+                format!(
                     "{flag} has no effect with {jitter_name} decorrelated, which grows each delay from the previous one (up to 3x)"
-                )));
-            }
-        }
+                )
+            },
+        )?;
     }
     if cli.multiplier.is_some() && backoff != BackoffArg::Exponential {
         return Err(UsageError(format!(

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{DUR_FORM, UsageError, invalid, parse_duration, path_arg};
+use super::{DUR_FORM, UsageError, invalid, parse_duration, path_arg, refuse_given};
 use crate::cli::{Cli, FormatArg, ModelArg, SimArgs};
 use crate::sim::Model;
 use crate::state::rules::{Budget, Pace};
@@ -34,7 +34,7 @@ pub struct SimOptions {
 /// (and none of its flags either).
 pub fn from_args(args: &SimArgs) -> Result<Option<SimOptions>, UsageError> {
     let Some(n) = args.simulate.as_deref() else {
-        for (flag, given) in [
+        let given = [
             ("--outage", args.outage.is_some()),
             ("--capacity", args.capacity.is_some()),
             ("--capacity-burst", args.capacity_burst.is_some()),
@@ -42,13 +42,10 @@ pub fn from_args(args: &SimArgs) -> Result<Option<SimOptions>, UsageError> {
             ("--compare", args.compare),
             ("--format", args.format.is_some()),
             ("--plot", args.plot.is_some()),
-        ] {
-            if given {
-                return Err(UsageError(format!(
-                    "{flag} applies only to --simulate N: add --simulate with a number of clients"
-                )));
-            }
-        }
+        ];
+        refuse_given(given, |flag| {
+            format!("{flag} applies only to --simulate N: add --simulate with a number of clients")
+        })?;
         return Ok(None);
     };
     let clients = match n.trim().parse::<u32>() {
@@ -143,20 +140,19 @@ pub(super) fn shared_rules(cli: &Cli) -> Result<super::state::Rules, UsageError>
         ));
     }
     let from_env = |id: &str| cli.from_env.iter().any(|(i, _)| i == id);
-    for (flag, given) in [
+    let given = [
         ("--state", cli.state.state.is_some() && !from_env("state")),
         ("--state-required", cli.state.state_required),
         (
             "--state-password-file",
             cli.state.state_password_file.is_some() && !from_env("state_password_file"),
         ),
-    ] {
-        if given {
-            return Err(UsageError(format!(
-                "--simulate runs nothing real: it cannot be combined with {flag} (the simulated clients share their state in memory)"
-            )));
-        }
-    }
+    ];
+    refuse_given(given, |flag| {
+        format!(
+            "--simulate runs nothing real: it cannot be combined with {flag} (the simulated clients share their state in memory)"
+        )
+    })?;
     Ok(rules)
 }
 
@@ -177,18 +173,13 @@ pub(super) fn exclusive(cli: &Cli, http: bool, state_show: bool) -> Result<(), U
             "--idle-timeout",
             cli.idle_timeout.is_some() && !cli.from_env.iter().any(|(id, _)| id == "idle_timeout"),
         ),
-        ("--retry-on", cli.retry_on.is_some()),
-        ("--stop-on", cli.stop_on.is_some()),
-        ("--success-on", cli.success_on.is_some()),
     ];
-    for (flag, given) in real.into_iter().chain(super::process::given(cli)) {
-        if given {
-            return Err(UsageError(format!(
-                "--simulate runs nothing real: it cannot be combined with {flag}"
-            )));
-        }
-    }
-    Ok(())
+    let process = super::process::exit_code_flags(cli)
+        .into_iter()
+        .chain(super::process::given(cli));
+    refuse_given(real.into_iter().chain(process), |flag| {
+        format!("--simulate runs nothing real: it cannot be combined with {flag}")
+    })
 }
 
 /// `200/s`, `600/m`, or a bare number per second.
