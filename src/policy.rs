@@ -311,13 +311,14 @@ enum Inf {
 /// A duration flag's value, with errors naming the flag or its variable.
 fn duration(
     names: &Names,
-    id: &str,
     flag: &str,
     value: Option<&str>,
     inf: Inf,
 ) -> Result<Option<Duration>, UsageError> {
     let Some(s) = value else { return Ok(None) };
-    let name = names.of(id, flag);
+    // The flag's clap id: its long name with '_' for '-'.
+    let id = flag.trim_start_matches('-').replace('-', "_");
+    let name = names.of(&id, flag);
     let form = match inf {
         Inf::No => DUR_FORM,
         Inf::NoLimit => DUR_OR_NONE_FORM,
@@ -347,7 +348,7 @@ fn duration(
 }
 
 fn opt_duration(flag: &str, value: Option<&str>) -> Result<Option<Duration>, UsageError> {
-    duration(&Names(&[]), "", flag, value, Inf::No)
+    duration(&Names(&[]), flag, value, Inf::No)
 }
 
 fn opt_positive_duration(flag: &str, value: Option<&str>) -> Result<Option<Duration>, UsageError> {

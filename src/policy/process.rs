@@ -52,14 +52,8 @@ pub(super) fn options(
 ) -> Result<ProcessOptions, UsageError> {
     Ok(ProcessOptions {
         stop_signal,
-        kill_after: duration(
-            names,
-            "kill_after",
-            "--kill-after",
-            cli.kill_after.as_deref(),
-            Inf::No,
-        )?
-        .unwrap_or(Duration::from_secs(5)),
+        kill_after: duration(names, "--kill-after", cli.kill_after.as_deref(), Inf::No)?
+            .unwrap_or(Duration::from_secs(5)),
         foreground: cli.foreground,
         replay_stdin: cli.replay_stdin,
         replay_max: replay_max(cli, names)?,
