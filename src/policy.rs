@@ -83,6 +83,28 @@ fn missing_value(flag: &str, value: &str, expected: &str) -> UsageError {
     ))
 }
 
+/// A list flag's value read by `parse`, whose error says what is wrong
+/// with it; the message adds the flag and the accepted `form`.
+fn opt_list<T>(
+    flag: &str,
+    value: Option<&str>,
+    form: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<Option<T>, UsageError> {
+    value
+        .map(|s| {
+            if looks_like_an_option(s) {
+                return Err(missing_value(flag, s, form));
+            }
+            parse(s).map_err(|why| {
+                UsageError(format!(
+                    "invalid value '{s}' for {flag}: {why}; expected {form}"
+                ))
+            })
+        })
+        .transpose()
+}
+
 /// A file named by a flag: a name that starts with '-' would be taken for
 /// a forgotten value (the next option) as often as not, so it is refused,
 /// with the way to give it anyway.

@@ -11,10 +11,7 @@ use reqwest::Method;
 use reqwest::Url;
 use reqwest::header::{HeaderName, HeaderValue};
 
-use super::{
-    UsageError, invalid, looks_like_an_option, missing_value, opt_positive_duration, path_arg,
-    refuse_given,
-};
+use super::{UsageError, invalid, opt_list, opt_positive_duration, path_arg, refuse_given};
 use crate::attempt::http::{Body, CONNECT_TIMEOUT, Data, HttpOptions, IdempotencyKey, MAX_REDIRS};
 use crate::classify::{HttpRules, RETRY_AFTER_MAX, StatusSet};
 use crate::cli::{Cli, HttpArgs};
@@ -319,18 +316,7 @@ fn status(s: &str) -> Result<u16, String> {
 }
 
 fn opt_statuses(flag: &str, value: Option<&str>) -> Result<Option<StatusSet>, UsageError> {
-    value
-        .map(|s| {
-            if looks_like_an_option(s) {
-                return Err(missing_value(flag, s, STATUS_FORM));
-            }
-            parse_statuses(s).map_err(|why| {
-                UsageError(format!(
-                    "invalid value '{s}' for {flag}: {why}; expected {STATUS_FORM}"
-                ))
-            })
-        })
-        .transpose()
+    opt_list(flag, value, STATUS_FORM, parse_statuses)
 }
 
 #[cfg(test)]

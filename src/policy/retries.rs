@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use super::{
-    Inf, LIST_FORM, MAX_FORM, Names, SEED_FORM, UsageError, duration, invalid,
-    looks_like_an_option, missing_value, refuse_given,
+    Inf, LIST_FORM, MAX_FORM, Names, SEED_FORM, UsageError, duration, invalid, opt_list,
+    refuse_given,
 };
 use crate::backoff::{DelayPolicy, Growth, Jitter};
 use crate::classify::{CodeSet, Rules};
@@ -333,16 +333,5 @@ fn code(s: &str) -> Result<i32, String> {
 }
 
 fn opt_codes(flag: &str, value: Option<&str>) -> Result<Option<CodeSet>, UsageError> {
-    value
-        .map(|s| {
-            if looks_like_an_option(s) {
-                return Err(missing_value(flag, s, LIST_FORM));
-            }
-            parse_codes(s).map_err(|why| {
-                UsageError(format!(
-                    "invalid value '{s}' for {flag}: {why}; expected {LIST_FORM}"
-                ))
-            })
-        })
-        .transpose()
+    opt_list(flag, value, LIST_FORM, parse_codes)
 }
