@@ -50,12 +50,10 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
             ("--idempotency-key", args.idempotency_key.is_some()),
             ("--retry-non-idempotent", args.retry_non_idempotent),
         ];
-        return match stray.iter().find(|(_, given)| *given) {
-            Some((flag, _)) => Err(UsageError(format!(
-                "{flag} applies only to HTTP mode: add --http URL"
-            ))),
-            None => Ok(None),
-        };
+        refuse_given(stray, |flag| {
+            format!("{flag} applies only to HTTP mode: add --http URL")
+        })?;
+        return Ok(None);
     };
 
     let url = Url::parse(raw_url.trim())
