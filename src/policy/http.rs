@@ -5,7 +5,7 @@
 //! `@FILE`s and checking that `-o` can be written are left to the caller
 //! (`probe`), which does so before the first request: parsing does no I/O.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use reqwest::Method;
 use reqwest::Url;
@@ -157,26 +157,13 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
         )?
         .unwrap_or(RETRY_AFTER_MAX),
     };
-    if args
-        .output
-        .as_ref()
-        .is_some_and(|o| o.as_os_str().is_empty())
-    {
-        return Err(invalid("--output", "", "a file name, or - for stdout"));
-    }
-    if let Some(o) = args.output.as_deref().filter(|o| o.as_os_str() != "-") {
-        path_arg("--output", o, "a file name, or - for stdout")?;
-    }
-    if args
-        .cacert
-        .as_ref()
-        .is_some_and(|c| c.as_os_str().is_empty())
-    {
-        return Err(invalid("--cacert", "", "a file of PEM certificates"));
-    }
-    if let Some(c) = &args.cacert {
-        path_arg("--cacert", c, "a file of PEM certificates")?;
-    }
+    let output = args.output.as_deref().filter(|o| o.as_os_str() != "-");
+    file_arg("--output", output, "a file name, or - for stdout")?;
+    file_arg(
+        "--cacert",
+        args.cacert.as_deref(),
+        "a file of PEM certificates",
+    )?;
     let options = HttpOptions {
         url,
         method,
@@ -227,6 +214,15 @@ pub(super) fn exclusive(cli: &Cli) -> Result<(), UsageError> {
         process.into_iter().chain(super::process::given(cli)),
         |flag| format!("{flag} applies to a COMMAND's processes, not to --http"),
     )
+}
+
+/// A file flag's value, if given: not empty, and not taken for an option.
+fn file_arg(flag: &str, path: Option<&Path>, expected: &str) -> Result<(), UsageError> {
+    match path {
+        Some(p) if p.as_os_str().is_empty() => Err(invalid(flag, "", expected)),
+        Some(p) => path_arg(flag, p, expected),
+        None => Ok(()),
+    }
 }
 
 /// `STR` or `@FILE` as `-d`, `--data-binary` and `--json` take them; `-d`
