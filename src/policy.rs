@@ -29,7 +29,7 @@ mod state;
 mod tcp;
 use duration::{Dur, DurError};
 pub use http::{parse_header, parse_statuses};
-pub use sim::{Server, SimOptions};
+pub use sim::SimOptions;
 pub use state::StateOptions;
 
 /// A usage error: printed as one line, exit status 2.
@@ -43,6 +43,17 @@ impl fmt::Display for UsageError {
 }
 
 impl std::error::Error for UsageError {}
+
+/// Refuse the first of `flags` that was given, saying why with `message`.
+fn refuse_given<'f>(
+    flags: impl IntoIterator<Item = (&'f str, bool)>,
+    message: impl Fn(&str) -> String,
+) -> Result<(), UsageError> {
+    match flags.into_iter().find(|(_, given)| *given) {
+        Some((flag, _)) => Err(UsageError(message(flag))),
+        None => Ok(()),
+    }
+}
 
 fn invalid(flag: &str, value: &str, expected: &str) -> UsageError {
     if looks_like_an_option(value) {
@@ -70,6 +81,28 @@ fn missing_value(flag: &str, value: &str, expected: &str) -> UsageError {
         "{flag} needs a value, not '{}': expected {expected}",
         crate::human::escape_controls(value.trim())
     ))
+}
+
+/// A list flag's value read by `parse`, whose error says what is wrong
+/// with it; the message adds the flag and the accepted `form`.
+fn opt_list<T>(
+    flag: &str,
+    value: Option<&str>,
+    form: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<Option<T>, UsageError> {
+    value
+        .map(|s| {
+            if looks_like_an_option(s) {
+                return Err(missing_value(flag, s, form));
+            }
+            parse(s).map_err(|why| {
+                UsageError(format!(
+                    "invalid value '{s}' for {flag}: {why}; expected {form}"
+                ))
+            })
+        })
+        .transpose()
 }
 
 /// A file named by a flag: a name that starts with '-' would be taken for
@@ -300,13 +333,14 @@ enum Inf {
 /// A duration flag's value, with errors naming the flag or its variable.
 fn duration(
     names: &Names,
-    id: &str,
     flag: &str,
     value: Option<&str>,
     inf: Inf,
 ) -> Result<Option<Duration>, UsageError> {
     let Some(s) = value else { return Ok(None) };
-    let name = names.of(id, flag);
+    // The flag's clap id: its long name with '_' for '-'.
+    let id = flag.trim_start_matches('-').replace('-', "_");
+    let name = names.of(&id, flag);
     let form = match inf {
         Inf::No => DUR_FORM,
         Inf::NoLimit => DUR_OR_NONE_FORM,
@@ -336,7 +370,7 @@ fn duration(
 }
 
 fn opt_duration(flag: &str, value: Option<&str>) -> Result<Option<Duration>, UsageError> {
-    duration(&Names(&[]), "", flag, value, Inf::No)
+    duration(&Names(&[]), flag, value, Inf::No)
 }
 
 fn opt_positive_duration(flag: &str, value: Option<&str>) -> Result<Option<Duration>, UsageError> {

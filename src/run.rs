@@ -170,20 +170,7 @@ where
         previous_exit = Some(exit::code(&status, Verdict::Retryable));
 
         let finish = |end, reason: &str, log: &mut S, status: Status| {
-            let exit_code = exit::code(&status, verdict);
-            log.emit(&Event::Done {
-                end,
-                attempts: number,
-                max,
-                exit_code,
-                reason,
-            });
-            Finish {
-                status,
-                end,
-                attempts: number,
-                exit_code,
-            }
+            ended(end, status, verdict, reason, number, max, log)
         };
         let report = |log: &mut S, next| {
             log.emit(&Event::Attempt {
@@ -391,7 +378,7 @@ fn stopped<S: Sink>(stop: Stop, attempts: u32, max: Option<u32>, log: &mut S) ->
         Stop::Deadline => (End::Deadline, past_deadline(), STORE_DEADLINE.to_string()),
         Stop::Failed(why) => (End::Permanent, Status::Exited(exit::INTERNAL.into()), why),
     };
-    ended(end, status, &reason, attempts, max, log)
+    ended(end, status, Verdict::Permanent, &reason, attempts, max, log)
 }
 
 /// The run ends before its first attempt: the attempts could not get ready.
@@ -407,7 +394,7 @@ fn unready<S: Sink>(why: Unready, max: Option<u32>, log: &mut S) -> Finish {
             reason,
         ),
     };
-    ended(end, status, &reason, 0, max, log)
+    ended(end, status, Verdict::Permanent, &reason, 0, max, log)
 }
 
 fn interrupted_in_wait<S: Sink>(sig: i32, attempts: u32, max: Option<u32>, log: &mut S) -> Finish {
@@ -417,7 +404,15 @@ fn interrupted_in_wait<S: Sink>(sig: i32, attempts: u32, max: Option<u32>, log: 
         of_max(attempts + 1, max)
     );
     let status = Status::Interrupted(sig);
-    ended(End::Interrupted, status, &reason, attempts, max, log)
+    ended(
+        End::Interrupted,
+        status,
+        Verdict::Permanent,
+        &reason,
+        attempts,
+        max,
+        log,
+    )
 }
 
 /// The status of a run that `--max-time` ended between attempts.
@@ -428,16 +423,18 @@ fn past_deadline() -> Status {
     }
 }
 
-/// The run ends outside an attempt's verdict: log it and say how.
+/// The run ends: log it and say how. `verdict` is the last attempt's, or
+/// `Permanent` when the run ends outside an attempt's verdict.
 fn ended<S: Sink>(
     end: End,
     status: Status,
+    verdict: Verdict,
     reason: &str,
     attempts: u32,
     max: Option<u32>,
     log: &mut S,
 ) -> Finish {
-    let exit_code = exit::code(&status, Verdict::Permanent);
+    let exit_code = exit::code(&status, verdict);
     log.emit(&Event::Done {
         end,
         attempts,

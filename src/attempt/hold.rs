@@ -152,8 +152,9 @@ impl Spool {
     }
 }
 
-/// Write all of `bytes` to retry's own descriptor `fd`.
-fn write_all(fd: i32, mut bytes: &[u8]) -> io::Result<()> {
+/// Write all of `bytes` to retry's own descriptor `fd` (1 or 2), also when
+/// someone else set it non-blocking; an error when the destination is gone.
+pub(super) fn write_all(fd: i32, mut bytes: &[u8]) -> io::Result<()> {
     // SAFETY: fds 1 and 2 are retry's own and stay open for its life (they
     // are on /dev/null when retry was started without them).
     let fd = unsafe { BorrowedFd::borrow_raw(fd) };

@@ -16,7 +16,7 @@
 
 mod pinned;
 mod redirect;
-mod reply;
+pub(crate) mod reply;
 pub mod request;
 mod resume;
 mod sink;
@@ -353,16 +353,7 @@ impl<'t> HttpAttempt<'t> {
 /// The first bytes of a body, masked, on one line, waiting only briefly
 /// for them.
 async fn excerpt(mut response: Response) -> String {
-    let mut bytes = Vec::new();
-    let read = async {
-        while bytes.len() < EXCERPT_BYTES {
-            match response.chunk().await {
-                Ok(Some(c)) => bytes.extend_from_slice(&c),
-                _ => break,
-            }
-        }
-    };
-    let _ = tokio::time::timeout(EXCERPT_WAIT, read).await;
+    let bytes = reply::first_bytes(&mut response, EXCERPT_BYTES, EXCERPT_WAIT).await;
     let cut = bytes.len().min(EXCERPT_BYTES);
     // Masked line by line first, then flattened onto one line.
     let masked = crate::mask::text(&String::from_utf8_lossy(&bytes[..cut]));

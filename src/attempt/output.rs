@@ -45,7 +45,7 @@ use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
 use nix::sys::termios::{SetArg, cfmakeraw, tcgetattr, tcsetattr};
 use tokio::sync::oneshot;
 
-use super::hold::{HEADER, Spool};
+use super::hold::{HEADER, Spool, write_all};
 use super::scan::{Found, Patterns, Scanner};
 use crate::classify::OutputMatch;
 
@@ -424,7 +424,7 @@ impl Stream {
                 let _busy = Busy::new(self.activity.as_deref());
                 // When whoever read our output is gone, closing our end
                 // makes the child's next write fail as it would have.
-                if write_all(fd, &buf[HEADER..HEADER + n]) {
+                if write_all(fd, &buf[HEADER..HEADER + n]).is_ok() {
                     Step::Copied(n)
                 } else {
                     Step::End
@@ -502,25 +502,6 @@ fn read_exactly(fd: BorrowedFd<'_>, mut buf: &mut [u8]) -> bool {
             Err(Errno::EINTR) => {}
             Err(Errno::EAGAIN) => {
                 let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
-                let _ = poll(&mut fds, PollTimeout::NONE);
-            }
-            Err(_) => return false,
-        }
-    }
-    true
-}
-
-/// Write all of `bytes` to `fd`; false when the destination is gone.
-fn write_all(fd: i32, mut bytes: &[u8]) -> bool {
-    let fd = dest_fd(fd);
-    while !bytes.is_empty() {
-        match nix::unistd::write(fd, bytes) {
-            Ok(0) => return false,
-            Ok(n) => bytes = &bytes[n..],
-            Err(Errno::EINTR) => {}
-            // A destination someone else set non-blocking: wait for room.
-            Err(Errno::EAGAIN) => {
-                let mut fds = [PollFd::new(fd, PollFlags::POLLOUT)];
                 let _ = poll(&mut fds, PollTimeout::NONE);
             }
             Err(_) => return false,

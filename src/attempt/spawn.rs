@@ -149,9 +149,25 @@ pub fn spawn(s: &Spawn) -> io::Result<Pid> {
     }
 }
 
-/// Block every signal, clone, and restore the mask: the child starts with
-/// every signal blocked and no handler of retry's can run in it.
+/// Clone the child with every signal blocked (see `clone_blocked`).
 fn clone_child(plan: &mut Plan<'_>, stack: &Stack) -> io::Result<libc::pid_t> {
+    // SAFETY: `child` only makes system calls on memory the plan owns and
+    // on its own stack; CLONE_VFORK suspends this thread until the child
+    // has exec'd or exited, so the plan and the stack outlive its use.
+    clone_blocked(|| unsafe {
+        libc::clone(
+            child,
+            stack.top(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            std::ptr::from_mut(plan).cast::<c_void>(),
+        )
+    })
+}
+
+/// Block every signal, run `clone` (the closure), and restore the mask: the
+/// new process starts with every signal blocked and no handler of retry's
+/// can run in it. A negative pid is the error clone left in errno.
+pub(super) fn clone_blocked(clone: impl FnOnce() -> libc::pid_t) -> io::Result<libc::pid_t> {
     // SAFETY: sigset_t is plain data, filled in by sigfillset.
     let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
     // SAFETY: as above; `old` receives the current mask.
@@ -161,17 +177,7 @@ fn clone_child(plan: &mut Plan<'_>, stack: &Stack) -> io::Result<libc::pid_t> {
         libc::sigfillset(&mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
     }
-    // SAFETY: `child` only makes system calls on memory the plan owns and
-    // on its own stack; CLONE_VFORK suspends this thread until the child
-    // has exec'd or exited, so the plan and the stack outlive its use.
-    let pid = unsafe {
-        libc::clone(
-            child,
-            stack.top(),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-            std::ptr::from_mut(plan).cast::<c_void>(),
-        )
-    };
+    let pid = clone();
     let err = io::Error::last_os_error();
     // SAFETY: restores the mask saved above.
     unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };

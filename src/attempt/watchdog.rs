@@ -93,35 +93,26 @@ pub fn start() -> io::Result<()> {
             close_range: close_range_works(),
         };
     }
-    // SAFETY: sigset_t is plain data, filled in by sigfillset.
-    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; `old` receives the current mask.
-    let mut old: libc::sigset_t = unsafe { std::mem::zeroed() };
-    // SAFETY: valid pointers to sigset_t values on this stack.
-    unsafe {
-        libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
-    }
     // SAFETY: `watch` makes system calls only, on its own static stack,
     // reading the static brief; no exit signal, no other flag but
     // CLONE_VM: it is a process of its own that borrows retry's memory.
-    let pid = unsafe {
+    let pid = super::spawn::clone_blocked(|| unsafe {
         let top = (&raw mut STACK)
             .cast::<u8>()
             .add(STACK_SIZE)
             .cast::<c_void>();
         libc::clone(watch, top, libc::CLONE_VM, std::ptr::null_mut())
-    };
-    let err = io::Error::last_os_error();
-    // SAFETY: restores the mask saved above.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut()) };
+    });
     // SAFETY: our copy of the read end is the watchdog's business now.
     unsafe { libc::close(read) };
-    if pid < 0 {
-        // SAFETY: the write end is ours and unused.
-        unsafe { libc::close(write) };
-        return Err(err);
-    }
+    let pid = match pid {
+        Ok(pid) => pid,
+        Err(err) => {
+            // SAFETY: the write end is ours and unused.
+            unsafe { libc::close(write) };
+            return Err(err);
+        }
+    };
     // `write` stays open, never written, until retry's last moment.
     CHILD.store(pid, Ordering::Release);
     WRITE.store(write, Ordering::Release);

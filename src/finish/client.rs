@@ -10,6 +10,7 @@ use nix::sys::signal::Signal;
 use reqwest::{Client, RequestBuilder};
 
 use super::Ctx;
+use crate::attempt::http::reply::{cause, tls_error};
 use crate::attempt::http::tls;
 use crate::signals::{Signals, is_terminating, suspend_self};
 
@@ -129,12 +130,8 @@ async fn next_terminating(signals: &mut Signals) -> Signal {
 
 /// A failed request in words, free of the URL (which may hold a secret).
 fn describe(e: &reqwest::Error) -> String {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = cur {
-        if let Some(t) = err.downcast_ref::<rustls::Error>() {
-            return explain_tls(t);
-        }
-        cur = cause(err);
+    if let Some(t) = tls_error(e) {
+        return explain_tls(t);
     }
     let why = root(e);
     if e.is_connect() {
@@ -151,19 +148,6 @@ fn explain_tls(e: &rustls::Error) -> String {
         "--cacert FILE adds a trust anchor",
         "SSL_CERT_FILE adds trust anchors",
     )
-}
-
-/// The next error down the chain, looking inside io::Errors (whose
-/// `source` skips the error they wrap).
-fn cause<'a>(
-    err: &'a (dyn std::error::Error + 'static),
-) -> Option<&'a (dyn std::error::Error + 'static)> {
-    if let Some(io) = err.downcast_ref::<std::io::Error>()
-        && let Some(inner) = io.get_ref()
-    {
-        return Some(inner);
-    }
-    err.source()
 }
 
 /// The innermost cause: the most specific wording, and never reqwest's

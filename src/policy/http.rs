@@ -5,15 +5,13 @@
 //! `@FILE`s and checking that `-o` can be written are left to the caller
 //! (`probe`), which does so before the first request: parsing does no I/O.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use reqwest::Method;
 use reqwest::Url;
 use reqwest::header::{HeaderName, HeaderValue};
 
-use super::{
-    UsageError, invalid, looks_like_an_option, missing_value, opt_positive_duration, path_arg,
-};
+use super::{UsageError, invalid, opt_list, opt_positive_duration, path_arg, refuse_given};
 use crate::attempt::http::{Body, CONNECT_TIMEOUT, Data, HttpOptions, IdempotencyKey, MAX_REDIRS};
 use crate::classify::{HttpRules, RETRY_AFTER_MAX, StatusSet};
 use crate::cli::{Cli, HttpArgs};
@@ -52,12 +50,10 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
             ("--idempotency-key", args.idempotency_key.is_some()),
             ("--retry-non-idempotent", args.retry_non_idempotent),
         ];
-        return match stray.iter().find(|(_, given)| *given) {
-            Some((flag, _)) => Err(UsageError(format!(
-                "{flag} applies only to HTTP mode: add --http URL"
-            ))),
-            None => Ok(None),
-        };
+        refuse_given(stray, |flag| {
+            format!("{flag} applies only to HTTP mode: add --http URL")
+        })?;
+        return Ok(None);
     };
 
     let url = Url::parse(raw_url.trim())
@@ -161,26 +157,13 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
         )?
         .unwrap_or(RETRY_AFTER_MAX),
     };
-    if args
-        .output
-        .as_ref()
-        .is_some_and(|o| o.as_os_str().is_empty())
-    {
-        return Err(invalid("--output", "", "a file name, or - for stdout"));
-    }
-    if let Some(o) = args.output.as_deref().filter(|o| o.as_os_str() != "-") {
-        path_arg("--output", o, "a file name, or - for stdout")?;
-    }
-    if args
-        .cacert
-        .as_ref()
-        .is_some_and(|c| c.as_os_str().is_empty())
-    {
-        return Err(invalid("--cacert", "", "a file of PEM certificates"));
-    }
-    if let Some(c) = &args.cacert {
-        path_arg("--cacert", c, "a file of PEM certificates")?;
-    }
+    let output = args.output.as_deref().filter(|o| o.as_os_str() != "-");
+    file_arg("--output", output, "a file name, or - for stdout")?;
+    file_arg(
+        "--cacert",
+        args.cacert.as_deref(),
+        "a file of PEM certificates",
+    )?;
     let options = HttpOptions {
         url,
         method,
@@ -217,30 +200,29 @@ pub(super) fn exclusive(cli: &Cli) -> Result<(), UsageError> {
             "--http and COMMAND are mutually exclusive: give one or the other".to_string(),
         ));
     }
-    for (flag, given) in [
-        ("--retry-on", cli.retry_on.is_some()),
-        ("--stop-on", cli.stop_on.is_some()),
-        ("--success-on", cli.success_on.is_some()),
-    ] {
-        if given {
-            return Err(UsageError(format!(
-                "{flag} applies to exit codes of a COMMAND: with --http use --expect or --retry-status"
-            )));
-        }
-    }
+    refuse_given(super::process::exit_code_flags(cli), |flag| {
+        format!(
+            "{flag} applies to exit codes of a COMMAND: with --http use --expect or --retry-status"
+        )
+    })?;
     let process = [
         ("--restart-on-success", cli.restart_on_success),
         ("--retry-if-output", !cli.retry_if_output.is_empty()),
         ("--stop-if-output", !cli.stop_if_output.is_empty()),
     ];
-    for (flag, given) in process.into_iter().chain(super::process::given(cli)) {
-        if given {
-            return Err(UsageError(format!(
-                "{flag} applies to a COMMAND's processes, not to --http"
-            )));
-        }
+    refuse_given(
+        process.into_iter().chain(super::process::given(cli)),
+        |flag| format!("{flag} applies to a COMMAND's processes, not to --http"),
+    )
+}
+
+/// A file flag's value, if given: not empty, and not taken for an option.
+fn file_arg(flag: &str, path: Option<&Path>, expected: &str) -> Result<(), UsageError> {
+    match path {
+        Some(p) if p.as_os_str().is_empty() => Err(invalid(flag, "", expected)),
+        Some(p) => path_arg(flag, p, expected),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// `STR` or `@FILE` as `-d`, `--data-binary` and `--json` take them; `-d`
@@ -328,18 +310,7 @@ fn status(s: &str) -> Result<u16, String> {
 }
 
 fn opt_statuses(flag: &str, value: Option<&str>) -> Result<Option<StatusSet>, UsageError> {
-    value
-        .map(|s| {
-            if looks_like_an_option(s) {
-                return Err(missing_value(flag, s, STATUS_FORM));
-            }
-            parse_statuses(s).map_err(|why| {
-                UsageError(format!(
-                    "invalid value '{s}' for {flag}: {why}; expected {STATUS_FORM}"
-                ))
-            })
-        })
-        .transpose()
+    opt_list(flag, value, STATUS_FORM, parse_statuses)
 }
 
 #[cfg(test)]

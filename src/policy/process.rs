@@ -52,14 +52,8 @@ pub(super) fn options(
 ) -> Result<ProcessOptions, UsageError> {
     Ok(ProcessOptions {
         stop_signal,
-        kill_after: duration(
-            names,
-            "kill_after",
-            "--kill-after",
-            cli.kill_after.as_deref(),
-            Inf::No,
-        )?
-        .unwrap_or(Duration::from_secs(5)),
+        kill_after: duration(names, "--kill-after", cli.kill_after.as_deref(), Inf::No)?
+            .unwrap_or(Duration::from_secs(5)),
         foreground: cli.foreground,
         replay_stdin: cli.replay_stdin,
         replay_max: replay_max(cli, names)?,
@@ -133,6 +127,15 @@ fn replay_max(cli: &Cli, names: &Names) -> Result<Option<u64>, UsageError> {
         ));
     }
     Ok(max)
+}
+
+/// The flags of a COMMAND's exit codes, by name, and whether each was given.
+pub(super) fn exit_code_flags(cli: &Cli) -> [(&'static str, bool); 3] {
+    [
+        ("--retry-on", cli.retry_on.is_some()),
+        ("--stop-on", cli.stop_on.is_some()),
+        ("--success-on", cli.success_on.is_some()),
+    ]
 }
 
 /// The process flags given on the command line, by name: none of them has

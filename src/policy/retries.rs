@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use super::{
-    Inf, LIST_FORM, MAX_FORM, Names, SEED_FORM, UsageError, duration, invalid,
-    looks_like_an_option, missing_value,
+    Inf, LIST_FORM, MAX_FORM, Names, SEED_FORM, UsageError, duration, invalid, opt_list,
+    refuse_given,
 };
 use crate::backoff::{DelayPolicy, Growth, Jitter};
 use crate::classify::{CodeSet, Rules};
@@ -46,9 +46,9 @@ pub(super) fn policy(cli: &Cli, names: &Names) -> Result<(Policy, Option<Duratio
 /// have no effect; with `--jitter-max` as given.
 fn delay(cli: &Cli, names: &Names) -> Result<(DelayPolicy, Option<Duration>), UsageError> {
     let defaults = Policy::default();
-    let base = duration(names, "base", "--base", cli.base.as_deref(), Inf::No)?
-        .unwrap_or(defaults.delay.base);
-    let cap = match duration(names, "cap", "--cap", cli.cap.as_deref(), Inf::No)? {
+    let base =
+        duration(names, "--base", cli.base.as_deref(), Inf::No)?.unwrap_or(defaults.delay.base);
+    let cap = match duration(names, "--cap", cli.cap.as_deref(), Inf::No)? {
         Some(cap) if cap < base => {
             return Err(UsageError(format!(
                 "{} ({}) is below {} ({}): the cap must be at least the base",
@@ -83,16 +83,17 @@ fn delay(cli: &Cli, names: &Names) -> Result<(DelayPolicy, Option<Duration>), Us
     if jitter_kind == JitterArg::Decorrelated {
         // Decorrelated jitter grows from the previous delay, not from a
         // ceiling: a growth setting would silently do nothing.
-        for (given, flag) in [
-            (cli.multiplier.is_some(), "--multiplier".to_string()),
-            (cli.backoff.is_some(), backoff_name.clone()),
-        ] {
-            if given {
-                return Err(UsageError(format!(
+        refuse_given(
+            [
+                ("--multiplier", cli.multiplier.is_some()),
+                (backoff_name.as_str(), cli.backoff.is_some()),
+            ],
+            |flag| {
+                format!(
                     "{flag} has no effect with {jitter_name} decorrelated, which grows each delay from the previous one (up to 3x)"
-                )));
-            }
-        }
+                )
+            },
+        )?;
     }
     if cli.multiplier.is_some() && backoff != BackoffArg::Exponential {
         return Err(UsageError(format!(
@@ -105,13 +106,7 @@ fn delay(cli: &Cli, names: &Names) -> Result<(DelayPolicy, Option<Duration>), Us
         BackoffArg::Linear => Growth::Linear,
         BackoffArg::Fixed => Growth::Fixed,
     };
-    let jitter_max = duration(
-        names,
-        "jitter_max",
-        "--jitter-max",
-        cli.jitter_max.as_deref(),
-        Inf::No,
-    )?;
+    let jitter_max = duration(names, "--jitter-max", cli.jitter_max.as_deref(), Inf::No)?;
     let jitter = match jitter_kind {
         JitterArg::None => Jitter::None,
         JitterArg::Full => Jitter::Full,
@@ -173,28 +168,15 @@ fn limits(cli: &Cli, names: &Names, delay: &DelayPolicy) -> Result<Limits, Usage
     let backoff_name = names.of("backoff", "--backoff");
     let jitter_name = names.of("jitter", "--jitter");
     // 0 and inf mean "no limit" here, as in timeout(1).
-    let max_time = duration(
-        names,
-        "max_time",
-        "--max-time",
-        cli.max_time.as_deref(),
-        Inf::NoLimit,
-    )?
-    .filter(|d| !d.is_zero());
-    let timeout = duration(
-        names,
-        "timeout",
-        "--timeout",
-        cli.timeout.as_deref(),
-        Inf::NoLimit,
-    )?
-    .filter(|d| !d.is_zero());
+    let max_time = duration(names, "--max-time", cli.max_time.as_deref(), Inf::NoLimit)?
+        .filter(|d| !d.is_zero());
+    let timeout = duration(names, "--timeout", cli.timeout.as_deref(), Inf::NoLimit)?
+        .filter(|d| !d.is_zero());
     // Given 0 or inf: none. Not given: HTTP mode's default, so one server
     // that accepts and never answers cannot take the whole run; a COMMAND
     // may well be silent for long, and has none.
     let idle_timeout = match duration(
         names,
-        "idle_timeout",
         "--idle-timeout",
         cli.idle_timeout.as_deref(),
         Inf::NoLimit,
@@ -217,13 +199,7 @@ fn limits(cli: &Cli, names: &Names, delay: &DelayPolicy) -> Result<Limits, Usage
                 .to_string(),
         ));
     }
-    let reset_after = duration(
-        names,
-        "reset_after",
-        "--reset-after",
-        cli.reset_after.as_deref(),
-        Inf::No,
-    )?;
+    let reset_after = duration(names, "--reset-after", cli.reset_after.as_deref(), Inf::No)?;
     let stateless = !matches!(jitter, Jitter::Decorrelated);
     if reset_after.is_some() && growth == Growth::Fixed && stateless {
         return Err(UsageError(format!(
@@ -232,14 +208,8 @@ fn limits(cli: &Cli, names: &Names, delay: &DelayPolicy) -> Result<Limits, Usage
         )));
     }
 
-    let stagger = duration(
-        names,
-        "stagger",
-        "--stagger",
-        cli.stagger.as_deref(),
-        Inf::No,
-    )?
-    .filter(|d| !d.is_zero());
+    let stagger =
+        duration(names, "--stagger", cli.stagger.as_deref(), Inf::No)?.filter(|d| !d.is_zero());
     if let (Some(spread), Some(limit)) = (stagger, max_time)
         && spread >= limit
     {
@@ -363,16 +333,5 @@ fn code(s: &str) -> Result<i32, String> {
 }
 
 fn opt_codes(flag: &str, value: Option<&str>) -> Result<Option<CodeSet>, UsageError> {
-    value
-        .map(|s| {
-            if looks_like_an_option(s) {
-                return Err(missing_value(flag, s, LIST_FORM));
-            }
-            parse_codes(s).map_err(|why| {
-                UsageError(format!(
-                    "invalid value '{s}' for {flag}: {why}; expected {LIST_FORM}"
-                ))
-            })
-        })
-        .transpose()
+    opt_list(flag, value, LIST_FORM, parse_codes)
 }

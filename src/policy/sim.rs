@@ -4,8 +4,9 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{DUR_FORM, UsageError, invalid, parse_duration, path_arg};
+use super::{DUR_FORM, UsageError, invalid, parse_duration, path_arg, refuse_given};
 use crate::cli::{Cli, FormatArg, ModelArg, SimArgs};
+use crate::sim::Model;
 use crate::state::rules::{Budget, Pace};
 
 /// Most clients a simulation takes: far past any fleet worth modelling on
@@ -16,7 +17,8 @@ pub const MAX_CLIENTS: u32 = 1_000_000;
 #[derive(Debug, Clone, PartialEq)]
 pub struct SimOptions {
     pub clients: u32,
-    pub model: Server,
+    /// The server the flags describe (never `AlwaysFail`, the dry run's).
+    pub model: Model,
     /// Every jitter kind side by side.
     pub compare: bool,
     pub json: bool,
@@ -28,27 +30,11 @@ pub struct SimOptions {
     pub budget: Option<Budget>,
 }
 
-/// The server the simulated clients call, as the flags describe it.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Server {
-    /// `--outage DUR`: every request before `until` fails.
-    Outage { until: Duration },
-    /// `--capacity RATE/s`, requests per second, with `--capacity-burst`
-    /// (None: the default, 100 ms worth), after `--outage` if given.
-    Capacity {
-        rate: f64,
-        burst: Option<u32>,
-        outage: Option<Duration>,
-    },
-    /// `--model occ`.
-    Occ,
-}
-
 /// Validate the simulation flags. `Ok(None)` when `--simulate` was not given
 /// (and none of its flags either).
 pub fn from_args(args: &SimArgs) -> Result<Option<SimOptions>, UsageError> {
     let Some(n) = args.simulate.as_deref() else {
-        for (flag, given) in [
+        let given = [
             ("--outage", args.outage.is_some()),
             ("--capacity", args.capacity.is_some()),
             ("--capacity-burst", args.capacity_burst.is_some()),
@@ -56,13 +42,10 @@ pub fn from_args(args: &SimArgs) -> Result<Option<SimOptions>, UsageError> {
             ("--compare", args.compare),
             ("--format", args.format.is_some()),
             ("--plot", args.plot.is_some()),
-        ] {
-            if given {
-                return Err(UsageError(format!(
-                    "{flag} applies only to --simulate N: add --simulate with a number of clients"
-                )));
-            }
-        }
+        ];
+        refuse_given(given, |flag| {
+            format!("{flag} applies only to --simulate N: add --simulate with a number of clients")
+        })?;
         return Ok(None);
     };
     let clients = match n.trim().parse::<u32>() {
@@ -114,19 +97,19 @@ pub fn from_args(args: &SimArgs) -> Result<Option<SimOptions>, UsageError> {
         path_arg("--plot", plot, "an SVG file name such as herd.svg")?;
     }
     let model = match (args.model, outage, capacity) {
-        (Some(ModelArg::Occ), None, None) => Server::Occ,
+        (Some(ModelArg::Occ), None, None) => Model::Occ,
         (Some(ModelArg::Occ), _, _) => {
             return Err(UsageError(
                 "--model occ is a server of its own: it cannot be combined with --outage or --capacity"
                     .to_string(),
             ));
         }
-        (None, outage, Some(rate)) => Server::Capacity {
+        (None, outage, Some(rate)) => Model::Capacity {
             rate,
             burst,
             outage,
         },
-        (None, Some(until), None) => Server::Outage { until },
+        (None, Some(until), None) => Model::Outage { until },
         (None, None, None) => {
             return Err(UsageError(
                 "--simulate needs a server model: --outage DUR, --capacity RATE/s or --model occ"
@@ -157,20 +140,19 @@ pub(super) fn shared_rules(cli: &Cli) -> Result<super::state::Rules, UsageError>
         ));
     }
     let from_env = |id: &str| cli.from_env.iter().any(|(i, _)| i == id);
-    for (flag, given) in [
+    let given = [
         ("--state", cli.state.state.is_some() && !from_env("state")),
         ("--state-required", cli.state.state_required),
         (
             "--state-password-file",
             cli.state.state_password_file.is_some() && !from_env("state_password_file"),
         ),
-    ] {
-        if given {
-            return Err(UsageError(format!(
-                "--simulate runs nothing real: it cannot be combined with {flag} (the simulated clients share their state in memory)"
-            )));
-        }
-    }
+    ];
+    refuse_given(given, |flag| {
+        format!(
+            "--simulate runs nothing real: it cannot be combined with {flag} (the simulated clients share their state in memory)"
+        )
+    })?;
     Ok(rules)
 }
 
@@ -191,18 +173,13 @@ pub(super) fn exclusive(cli: &Cli, http: bool, state_show: bool) -> Result<(), U
             "--idle-timeout",
             cli.idle_timeout.is_some() && !cli.from_env.iter().any(|(id, _)| id == "idle_timeout"),
         ),
-        ("--retry-on", cli.retry_on.is_some()),
-        ("--stop-on", cli.stop_on.is_some()),
-        ("--success-on", cli.success_on.is_some()),
     ];
-    for (flag, given) in real.into_iter().chain(super::process::given(cli)) {
-        if given {
-            return Err(UsageError(format!(
-                "--simulate runs nothing real: it cannot be combined with {flag}"
-            )));
-        }
-    }
-    Ok(())
+    let process = super::process::exit_code_flags(cli)
+        .into_iter()
+        .chain(super::process::given(cli));
+    refuse_given(real.into_iter().chain(process), |flag| {
+        format!("--simulate runs nothing real: it cannot be combined with {flag}")
+    })
 }
 
 /// `200/s`, `600/m`, or a bare number per second.
@@ -254,7 +231,7 @@ mod tests {
         let o = from_args(&a).expect("valid").expect("some");
         assert_eq!(
             o.model,
-            Server::Outage {
+            Model::Outage {
                 until: Duration::from_secs(5)
             }
         );
@@ -264,7 +241,7 @@ mod tests {
         let o = from_args(&a).expect("valid").expect("some");
         assert_eq!(
             o.model,
-            Server::Capacity {
+            Model::Capacity {
                 rate: 20.0,
                 burst: None,
                 outage: Some(Duration::from_secs(5))
@@ -276,7 +253,7 @@ mod tests {
         let o = from_args(&a).expect("valid").expect("some");
         assert_eq!(
             o.model,
-            Server::Capacity {
+            Model::Capacity {
                 rate: 20.0,
                 burst: Some(1),
                 outage: None

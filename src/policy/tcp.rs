@@ -3,7 +3,7 @@
 
 use std::net::Ipv6Addr;
 
-use super::{UsageError, invalid, opt_positive_duration};
+use super::{UsageError, invalid, opt_positive_duration, refuse_given};
 use crate::attempt::http::CONNECT_TIMEOUT;
 use crate::attempt::tcp::{Target, TcpOptions};
 use crate::cli::Cli;
@@ -91,22 +91,12 @@ fn exclusive(cli: &Cli) -> Result<(), UsageError> {
         ("--idempotency-key", h.idempotency_key.is_some()),
         ("--retry-non-idempotent", h.retry_non_idempotent),
     ];
-    if let Some((flag, _)) = http_only.iter().find(|(_, given)| *given) {
-        return Err(UsageError(format!(
-            "{flag} applies only to HTTP mode, not to --tcp"
-        )));
-    }
-    for (flag, given) in [
-        ("--retry-on", cli.retry_on.is_some()),
-        ("--stop-on", cli.stop_on.is_some()),
-        ("--success-on", cli.success_on.is_some()),
-    ] {
-        if given {
-            return Err(UsageError(format!(
-                "{flag} applies to exit codes of a COMMAND, not to --tcp"
-            )));
-        }
-    }
+    refuse_given(http_only, |flag| {
+        format!("{flag} applies only to HTTP mode, not to --tcp")
+    })?;
+    refuse_given(super::process::exit_code_flags(cli), |flag| {
+        format!("{flag} applies to exit codes of a COMMAND, not to --tcp")
+    })?;
     let process = [
         ("--restart-on-success", cli.restart_on_success),
         // RETRY_IDLE_TIMEOUT set for commands and HTTP does not stand in
@@ -118,14 +108,10 @@ fn exclusive(cli: &Cli) -> Result<(), UsageError> {
         ("--retry-if-output", !cli.retry_if_output.is_empty()),
         ("--stop-if-output", !cli.stop_if_output.is_empty()),
     ];
-    for (flag, given) in process.into_iter().chain(super::process::given(cli)) {
-        if given {
-            return Err(UsageError(format!(
-                "{flag} applies to a COMMAND's processes, not to --tcp"
-            )));
-        }
-    }
-    Ok(())
+    refuse_given(
+        process.into_iter().chain(super::process::given(cli)),
+        |flag| format!("{flag} applies to a COMMAND's processes, not to --tcp"),
+    )
 }
 
 #[cfg(test)]

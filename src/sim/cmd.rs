@@ -8,13 +8,13 @@ use std::time::Duration;
 use rand::Rng;
 
 use super::report::{self, Summary};
-use super::{Fleet, Model, Outcome, Quiet, simulate_fleet};
+use super::{Fleet, Outcome, Quiet, simulate_fleet};
 use crate::backoff::{Growth, Jitter};
 use crate::event::{Event, Sink};
 use crate::exit;
 use crate::human::human;
 use crate::log::Logger;
-use crate::policy::{Config, Server, SimOptions};
+use crate::policy::{Config, SimOptions};
 use crate::retry_policy::Policy;
 
 /// Keeps a lone client's waits, for the report.
@@ -29,23 +29,6 @@ impl Sink for Waits {
         }
     }
     fn countdown(&self, _: Duration, _: u32, _: Option<u32>) {}
-}
-
-/// The server model the flags describe.
-pub fn model(sim: &SimOptions) -> Model {
-    match sim.model {
-        Server::Outage { until } => Model::Outage { until },
-        Server::Capacity {
-            rate,
-            burst,
-            outage,
-        } => Model::Capacity {
-            rate,
-            burst,
-            outage,
-        },
-        Server::Occ => Model::Occ,
-    }
 }
 
 /// What the simulated clients share, as one group.
@@ -76,7 +59,7 @@ pub fn runs<R: Rng, F: Fn() -> R>(
     sim: &SimOptions,
     rng: F,
 ) -> Vec<(Summary, Outcome)> {
-    let (model, fleet) = (model(sim), fleet(sim));
+    let (model, fleet) = (sim.model, fleet(sim));
     let jitters = if sim.compare {
         kinds(sim).to_vec()
     } else {
@@ -133,7 +116,7 @@ pub fn heading(policy: &Policy, sim: &SimOptions, seed: u64) -> String {
         "{} client{} failing {start} against {}; {attempts}{deadline}; {growth} backoff from {} to {}; {jitter}{}; seed {seed}",
         sim.clients,
         if sim.clients == 1 { "" } else { "s" },
-        model(sim).describe(),
+        sim.model.describe(),
         human(d.base),
         human(d.cap),
         shared(&fleet(sim))
@@ -144,7 +127,7 @@ pub fn heading(policy: &Policy, sim: &SimOptions, seed: u64) -> String {
 pub fn frame<'a>(title: &'a str, policy: &Policy, sim: &SimOptions) -> super::plot::Frame<'a> {
     super::plot::Frame {
         title,
-        recovery: model(sim).recovery(),
+        recovery: sim.model.recovery(),
         stagger: policy.stagger,
     }
 }
@@ -191,10 +174,10 @@ pub fn main<R: Rng, F: Fn() -> R>(config: &Config, sim: &SimOptions, seed: u64, 
         }
     };
     let runs = runs(policy, sim, rng);
-    let recovery = model(sim).recovery();
+    let recovery = sim.model.recovery();
     let text = if sim.json {
         let summaries: Vec<Summary> = runs.iter().map(|(s, _)| s.clone()).collect();
-        let json = super::json::Report::of(policy, sim, &model(sim), seed, &summaries);
+        let json = super::json::Report::of(policy, sim, &sim.model, seed, &summaries);
         match serde_json::to_string_pretty(&json) {
             Ok(s) => s + "\n",
             Err(e) => {

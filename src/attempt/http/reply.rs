@@ -85,20 +85,27 @@ fn malformed(e: &(dyn std::error::Error + 'static)) -> Option<String> {
 /// client): a TLS server behind an http:// URL, or something else that
 /// does not speak HTTP. Reads its first bytes, briefly, to say which.
 pub async fn not_http(mut response: Response) -> Status {
+    let bytes = first_bytes(&mut response, SNIFF_BYTES, SNIFF_WAIT).await;
+    Status::Net {
+        failure: NetFailure::BadReply,
+        detail: describe(&bytes),
+    }
+}
+
+/// A body's first `max` bytes (or a little more: chunks come whole), or
+/// what came of them before it ended or `wait` ran out.
+pub(super) async fn first_bytes(response: &mut Response, max: usize, wait: Duration) -> Vec<u8> {
     let mut bytes = Vec::new();
     let read = async {
-        while bytes.len() < SNIFF_BYTES {
+        while bytes.len() < max {
             match response.chunk().await {
                 Ok(Some(c)) => bytes.extend_from_slice(&c),
                 _ => break,
             }
         }
     };
-    let _ = tokio::time::timeout(SNIFF_WAIT, read).await;
-    Status::Net {
-        failure: NetFailure::BadReply,
-        detail: describe(&bytes),
-    }
+    let _ = tokio::time::timeout(wait, read).await;
+    bytes
 }
 
 /// What the first bytes of a reply that is not HTTP look like.
@@ -114,7 +121,7 @@ pub fn describe(bytes: &[u8]) -> String {
 
 /// The next error down the chain. `io::Error::source()` skips the error it
 /// wraps (and rustls and hyper nest io::Errors two deep), so look inside.
-fn cause<'a>(
+pub(crate) fn cause<'a>(
     err: &'a (dyn std::error::Error + 'static),
 ) -> Option<&'a (dyn std::error::Error + 'static)> {
     if let Some(io) = err.downcast_ref::<std::io::Error>()
@@ -126,7 +133,7 @@ fn cause<'a>(
 }
 
 /// The TLS error anywhere in the chain, if there is one.
-fn tls_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+pub(crate) fn tls_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
     let mut cur = Some(e);
     while let Some(err) = cur {
         if let Some(t) = err.downcast_ref::<rustls::Error>() {

@@ -22,15 +22,12 @@ pub fn client_config(
     insecure: bool,
 ) -> Result<rustls::ClientConfig, Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier: Arc<dyn ServerCertVerifier> = if insecure {
-        Arc::new(Unverified(Arc::clone(&provider)))
-    } else {
-        Arc::new(Lazy {
-            provider: Arc::clone(&provider),
-            extra_roots,
-            built: OnceLock::new(),
-        })
-    };
+    let verifier = Arc::new(Lazy {
+        provider: Arc::clone(&provider),
+        insecure,
+        extra_roots,
+        built: OnceLock::new(),
+    });
     let mut config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?
         .dangerous()
@@ -40,10 +37,14 @@ pub fn client_config(
     Ok(config)
 }
 
-/// The platform verifier, built on first use.
+/// The platform verifier, built on first use (never, with `--insecure`).
 #[derive(Debug)]
 struct Lazy {
     provider: Arc<CryptoProvider>,
+    /// `--insecure`: any certificate is accepted. The handshake signature
+    /// is still checked, so the session is at least with whoever holds the
+    /// key of the certificate presented.
+    insecure: bool,
     extra_roots: Vec<CertificateDer<'static>>,
     built: OnceLock<Result<rustls_platform_verifier::Verifier, Error>>,
 }
@@ -71,6 +72,9 @@ impl ServerCertVerifier for Lazy {
         ocsp_response: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, Error> {
+        if self.insecure {
+            return Ok(ServerCertVerified::assertion());
+        }
         // The very certificate the user named in --cacert: trusted as it
         // is, as curl trusts it, with its dates and names still checked.
         if self
@@ -118,57 +122,6 @@ impl ServerCertVerifier for Lazy {
         self.provider
             .signature_verification_algorithms
             .supported_schemes()
-    }
-}
-
-/// `--insecure`: any certificate is accepted. The handshake signature is
-/// still checked, so the session is at least with whoever holds the key of
-/// the certificate presented.
-#[derive(Debug)]
-struct Unverified(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for Unverified {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
     }
 }
 
