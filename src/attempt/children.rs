@@ -72,6 +72,19 @@ pub fn count_group(pgid: Pid) -> Option<usize> {
     Some(n)
 }
 
+/// Reap what has news, then whether group `pgid` has ended. A member that
+/// dies between the reap and the count shows as a zombie and counts as
+/// gone: it is reaped too, so that nothing is left for retry's own parent
+/// to reap when retry exits.
+pub fn reap_and_check_gone(pgid: Pid) -> bool {
+    reap(None);
+    if group_alive(pgid) {
+        return false;
+    }
+    reap(None);
+    true
+}
+
 /// Whether anything still lives in group `pgid`. Zombies that are not
 /// retry's to reap (their parent is a leftover too) do not count.
 pub fn group_alive(pgid: Pid) -> bool {

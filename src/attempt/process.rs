@@ -26,7 +26,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::{Pid, getpgrp, getpid};
 use tokio::signal::unix::{SignalKind, signal};
 
-use super::children::{Change, count_group, group_alive, reap};
+use super::children::{Change, count_group, reap, reap_and_check_gone};
 use super::hold::{Held, Spool};
 use super::output::{Plan, Pump};
 use super::scan::Patterns;
@@ -494,8 +494,7 @@ impl ProcessAttempt {
         ctx: &Context,
         signals: &mut Signals,
     ) -> usize {
-        reap(None);
-        if !group_alive(pgid) {
+        if reap_and_check_gone(pgid) {
             return 0;
         }
         let left = count_group(pgid).unwrap_or(1);
@@ -539,8 +538,7 @@ impl ProcessAttempt {
                     }
                 }
             }
-            reap(None);
-            if !group_alive(pgid) {
+            if reap_and_check_gone(pgid) {
                 break;
             }
             // Past KILL only a process stuck in the kernel can linger; do
