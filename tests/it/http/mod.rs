@@ -195,6 +195,34 @@ impl Server {
     }
 }
 
+/// A bare server on 127.0.0.1 that counts connections and hands each one,
+/// in turn, to `handle`: for peers that do not speak plain HTTP.
+struct RawServer {
+    addr: std::net::SocketAddr,
+    connections: Arc<Mutex<usize>>,
+}
+
+impl RawServer {
+    fn start(handle: impl Fn(TcpStream) + Send + 'static) -> RawServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let addr = listener.local_addr().expect("addr");
+        let connections = Arc::new(Mutex::new(0usize));
+        let counted = Arc::clone(&connections);
+        thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                *counted.lock().expect("lock") += 1;
+                handle(stream);
+            }
+        });
+        RawServer { addr, connections }
+    }
+
+    fn connections(&self) -> usize {
+        *self.connections.lock().expect("lock")
+    }
+}
+
 fn serve(stream: TcpStream, log: &Mutex<Vec<Seen>>, replies: &[Reply]) {
     let mut reader = BufReader::new(match stream.try_clone() {
         Ok(s) => s,

@@ -115,22 +115,14 @@ fn a_post_answered_429_is_retried_as_it_was_not_processed() {
 #[test]
 fn a_post_whose_tls_handshake_was_cut_off_is_retried() {
     // The connection ends during the handshake: the request never left.
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-    let addr = listener.local_addr().expect("addr");
-    let connections = Arc::new(Mutex::new(0usize));
-    let counted = Arc::clone(&connections);
-    thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            *counted.lock().expect("lock") += 1;
-            let mut hello = [0u8; 16];
-            let _ = stream.read(&mut hello);
-        }
+    let s = RawServer::start(|mut stream| {
+        let mut hello = [0u8; 16];
+        let _ = stream.read(&mut hello);
     });
-    let url = format!("https://{addr}/");
+    let url = format!("https://{}/", s.addr);
     let r = retry(&["--http", &url, "-d", "order=1", "-n", "3", "-b", "10ms"]);
     assert_eq!(r.code, 7, "{}", r.stderr);
-    assert_eq!(*connections.lock().expect("lock"), 3, "{}", r.stderr);
+    assert_eq!(s.connections(), 3, "{}", r.stderr);
     assert!(!r.stderr.contains("not idempotent"), "{}", r.stderr);
 }
 
@@ -498,29 +490,21 @@ fn a_redirect_to_another_origin_drops_credentials() {
 fn a_failed_tls_handshake_is_permanent_and_exits_35() {
     // A server that answers the TLS ClientHello with plain HTTP: no TLS
     // session can be set up, and trying again will not change that.
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-    let addr = listener.local_addr().expect("addr");
-    let connections = Arc::new(Mutex::new(0usize));
-    let counted = Arc::clone(&connections);
-    thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            *counted.lock().expect("lock") += 1;
-            let mut hello = [0u8; 512];
-            let _ = stream.read(&mut hello);
-            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
-        }
+    let s = RawServer::start(|mut stream| {
+        let mut hello = [0u8; 512];
+        let _ = stream.read(&mut hello);
+        let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
     });
     let r = retry(&[
         "--http",
-        &format!("https://{addr}/"),
+        &format!("https://{}/", s.addr),
         "-n",
         "3",
         "-b",
         "10ms",
     ]);
     assert_eq!(r.code, 35, "{}", r.stderr);
-    assert_eq!(*connections.lock().expect("lock"), 1, "{}", r.stderr);
+    assert_eq!(s.connections(), 1, "{}", r.stderr);
     assert!(r.stderr.contains("TLS"), "{}", r.stderr);
     assert!(
         r.stderr.contains("giving up after 1 attempt"),

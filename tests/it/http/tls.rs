@@ -193,7 +193,7 @@ fn assert_tls_failed(r: &Run, says: &str) {
 /// answering every request with 200 "secure". Counts connections.
 struct TlsServer {
     port: u16,
-    connections: Arc<Mutex<usize>>,
+    raw: RawServer,
 }
 
 impl TlsServer {
@@ -224,42 +224,37 @@ impl TlsServer {
                 .with_single_cert(certs, key)
                 .expect("server config"),
         );
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-        let port = listener.local_addr().expect("addr").port();
-        let connections = Arc::new(Mutex::new(0usize));
-        let counted = Arc::clone(&connections);
-        thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(tcp) = stream else { continue };
-                *counted.lock().expect("lock") += 1;
-                let config = Arc::clone(&config);
-                let answer = Arc::clone(&answer);
-                thread::spawn(move || {
-                    let Ok(conn) = rustls::ServerConnection::new(config) else {
-                        return;
-                    };
-                    let mut tls = rustls::StreamOwned::new(conn, tcp);
-                    let mut got = Vec::new();
-                    let mut buf = [0u8; 1024];
-                    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match tls.read(&mut buf) {
-                            Ok(0) => return,
-                            Err(_) => {
-                                // Plain text, say: send the alert rustls
-                                // queued, as TLS servers do.
-                                let _ = tls.conn.write_tls(&mut tls.sock);
-                                return;
-                            }
-                            Ok(n) => got.extend_from_slice(&buf[..n]),
+        let raw = RawServer::start(move |tcp| {
+            let config = Arc::clone(&config);
+            let answer = Arc::clone(&answer);
+            thread::spawn(move || {
+                let Ok(conn) = rustls::ServerConnection::new(config) else {
+                    return;
+                };
+                let mut tls = rustls::StreamOwned::new(conn, tcp);
+                let mut got = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match tls.read(&mut buf) {
+                        Ok(0) => return,
+                        Err(_) => {
+                            // Plain text, say: send the alert rustls
+                            // queued, as TLS servers do.
+                            let _ = tls.conn.write_tls(&mut tls.sock);
+                            return;
                         }
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
                     }
-                    let _ = tls.write_all(&answer);
-                    tls.conn.send_close_notify();
-                    let _ = tls.flush();
-                });
-            }
+                }
+                let _ = tls.write_all(&answer);
+                tls.conn.send_close_notify();
+                let _ = tls.flush();
+            });
         });
-        TlsServer { port, connections }
+        TlsServer {
+            port: raw.addr.port(),
+            raw,
+        }
     }
 
     fn url(&self, host: &str) -> String {
@@ -267,7 +262,7 @@ impl TlsServer {
     }
 
     fn connections(&self) -> usize {
-        *self.connections.lock().expect("lock")
+        self.raw.connections()
     }
 }
 
