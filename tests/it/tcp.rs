@@ -7,16 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
-use crate::util::{Outcome, retry, scratch};
-
-/// A port on 127.0.0.1 that nothing listens on (just now).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use crate::util::{Outcome, free_port, retry, scratch};
 
 /// A listener that accepts and counts connections until the test ends.
 fn counting(addr: &str) -> (SocketAddr, Arc<AtomicUsize>) {

@@ -294,6 +294,12 @@ pub fn bin_for_anyone() -> (tempfile::TempDir, PathBuf) {
     (dir, copy)
 }
 
+/// A port on 127.0.0.1 that nothing listens on (bound, then released).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    l.local_addr().expect("addr").port()
+}
+
 pub fn path_str(p: &Path) -> String {
     p.to_str().expect("utf-8 temp path").to_string()
 }

@@ -211,11 +211,7 @@ fn a_given_idempotency_key_is_sent_as_is() {
 
 #[test]
 fn connection_refused_exits_7_after_every_attempt() {
-    let port = {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-        l.local_addr().expect("addr").port()
-    };
-    let url = format!("http://127.0.0.1:{port}/");
+    let url = format!("http://127.0.0.1:{}/", crate::util::free_port());
     let r = retry(&["--http", &url, "-n", "3", "-b", "10ms"]);
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(r.stderr.contains("attempt 3/3 failed"), "{}", r.stderr);
@@ -245,11 +241,7 @@ fn a_connection_closed_without_a_response_is_retried() {
 #[test]
 fn a_post_that_could_not_connect_is_retried() {
     // Nothing was sent, so repeating it cannot repeat its effect.
-    let port = {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-        l.local_addr().expect("addr").port()
-    };
-    let url = format!("http://127.0.0.1:{port}/");
+    let url = format!("http://127.0.0.1:{}/", crate::util::free_port());
     let r = retry(&["--http", &url, "-d", "x", "-n", "2", "-b", "10ms"]);
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(

@@ -8,7 +8,7 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 
 use super::{Answer, Recorder};
-use crate::util::{path_str, retry, retry_sh, scratch, wait_for_file};
+use crate::util::{free_port, path_str, retry, retry_sh, scratch, wait_for_file};
 
 const CHECK: &str = "/ping/0f3c9a2e-secret-uuid";
 
@@ -444,7 +444,7 @@ fn pings_over_tls_trust_the_system_roots_or_ssl_cert_file() {
         "{}",
         String::from_utf8_lossy(&made.stderr)
     );
-    let port = super::free_port();
+    let port = free_port();
     let mut server = std::process::Command::new("openssl")
         .args([
             "s_server", "-quiet", "-www", "-cert", "s.pem", "-key", "s.key",

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::Duration;
 
-use super::{Redis, Store, budget_count, free_port};
-use crate::util::{path_str, retry, retry_sh, scratch};
+use super::{Redis, Store, budget_count};
+use crate::util::{free_port, path_str, retry, retry_sh, scratch};
 
 // ---- failing open, failing closed ----
 

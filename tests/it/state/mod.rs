@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::util::{command, path_str, retry, scratch};
+use crate::util::{command, free_port, path_str, retry, scratch};
 
 mod failing;
 mod hostile;
@@ -292,12 +292,6 @@ fn unix_server(dir: &Path, sock: &Path, extra: &[String]) -> Child {
     let mut args = vec!["--port", "0", "--unixsocket", &s];
     args.extend(extra.iter().map(String::as_str));
     server(dir, &args)
-}
-
-/// A 127.0.0.1 port nothing listens on (bound, then released).
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
 }
 
 /// The two stores under test: a fresh directory, or a fresh Redis server.
