@@ -182,6 +182,16 @@ impl Recorder {
             .map(|s| format!("{} {}", s.method, s.path))
             .collect()
     }
+
+    /// Waits (20 s at most, else fails naming `what`) until the requests
+    /// seen so far satisfy `done`.
+    fn wait_until(&self, what: &str, done: impl Fn(&[String]) -> bool) {
+        let until = Instant::now() + Duration::from_secs(20);
+        while !done(&self.lines()) {
+            assert!(Instant::now() < until, "{what}: {:?}", self.lines());
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
 }
 
 /// Reads requests off one connection (keep-alive) and answers each.
