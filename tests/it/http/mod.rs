@@ -339,6 +339,41 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Seen>>, replies: &[Reply]) {
     }
 }
 
+/// Files in `dir`, sorted, to show that nothing (no partial or temporary
+/// file) was left behind.
+fn listing(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[track_caller]
+fn assert_no_files(dir: &std::path::Path) {
+    assert!(listing(dir).is_empty(), "{:?}", listing(dir));
+}
+
+/// `retry --http URL -o FILE -b 10ms EXTRA...`
+fn download(url: &str, file: &std::path::Path, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "--http",
+        url,
+        "-o",
+        file.to_str().expect("utf-8"),
+        "-b",
+        "10ms",
+    ];
+    args.extend_from_slice(extra);
+    retry(&args)
+}
+
+/// `retry --http URL -o FILE`, spawned, to be signalled mid-download.
+fn download_spawned(url: &str, file: &std::path::Path) -> crate::util::Running {
+    crate::util::retry(["--http", url, "-o", file.to_str().expect("utf-8")]).spawn()
+}
+
 struct Run {
     code: i32,
     stdout: String,

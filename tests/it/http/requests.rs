@@ -301,8 +301,7 @@ fn output_writes_the_body_to_a_file() {
     let s = Server::start(vec![reply(500), reply(200).body("payload")]);
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("body.out");
-    let path = file.to_str().expect("utf-8 path");
-    let r = retry(&["--http", &s.url, "-o", path, "-b", "10ms"]);
+    let r = download(&s.url, &file, &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout, "");
     assert_eq!(std::fs::read_to_string(&file).expect("read"), "payload");
