@@ -329,6 +329,12 @@ fn show_at(s: &str, group: &str, extra: &[&str]) -> String {
     out.stdout_text()
 }
 
+/// `--group GROUP --state STATE RULE SPEC --max 1`: runs of one attempt
+/// under one shared rule.
+fn one_attempt<'a>(group: &'a str, state: &'a str, rule: &'a str, spec: &'a str) -> [&'a str; 8] {
+    ["--group", group, "--state", state, rule, spec, "--max", "1"]
+}
+
 /// The budget count `--state-show` reports.
 fn budget_count(store: &Store, group: &str, tokens: &str) -> f64 {
     let text = show(store, group, &["--budget", tokens]);

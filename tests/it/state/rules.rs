@@ -4,7 +4,7 @@ use std::path::Path;
 use std::thread;
 use std::time::Duration;
 
-use super::{Redis, Store, budget_count, events, herd, show, strings};
+use super::{Redis, Store, budget_count, events, herd, one_attempt, show, strings};
 use crate::util::{path_str, retry, retry_sh, scratch};
 
 // ---- budget: no lost update with 200 concurrent invocations ----
@@ -199,16 +199,7 @@ fn breaker_cycle(store: Store) {
     let s = store.arg();
     let ran = dir.path().join("ran");
     let r = path_str(&ran);
-    let args = [
-        "--group",
-        "flaky",
-        "--state",
-        &s,
-        "--breaker",
-        "3:1500ms",
-        "--max",
-        "1",
-    ];
+    let args = one_attempt("flaky", &s, "--breaker", "3:1500ms");
     for _ in 0..3 {
         retry_sh(&args, "exit 1").run().expect_code(1);
     }
@@ -259,16 +250,7 @@ fn breaker_opens_refuses_and_lets_one_trial_through_redis() {
 fn a_failed_trial_reopens_the_circuit() {
     let store = Store::redis();
     let s = store.arg();
-    let args = [
-        "--group",
-        "g",
-        "--state",
-        &s,
-        "--breaker",
-        "1:500ms",
-        "--max",
-        "1",
-    ];
+    let args = one_attempt("g", &s, "--breaker", "1:500ms");
     retry_sh(&args, "exit 1").run().expect_code(1);
     retry_sh(&args, "exit 0").run().expect_code(75);
     thread::sleep(Duration::from_millis(600));
