@@ -304,24 +304,7 @@ fn shared_state_applies_to_tcp_mode() {
     let store = scratch();
     let target = format!("127.0.0.1:{}", free_port());
     let state = crate::util::path_str(store.path());
-    for _ in 0..2 {
-        retry([
-            "-q",
-            "--max=1",
-            "--group",
-            "db",
-            "--state",
-            &state,
-            "--breaker",
-            "2:1m",
-            "--tcp",
-            &target,
-        ])
-        .run()
-        .expect_code(7);
-    }
-    // Two failed runs opened the breaker: the third is refused unprobed.
-    let out = retry([
+    let args = [
         "--max=1",
         "--group",
         "db",
@@ -331,8 +314,12 @@ fn shared_state_applies_to_tcp_mode() {
         "2:1m",
         "--tcp",
         &target,
-    ])
-    .run();
+    ];
+    for _ in 0..2 {
+        retry(["-q"].iter().chain(&args)).run().expect_code(7);
+    }
+    // Two failed runs opened the breaker: the third is refused unprobed.
+    let out = retry(args).run();
     out.expect_code(75);
 }
 
