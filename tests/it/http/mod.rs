@@ -339,6 +339,20 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Seen>>, replies: &[Reply]) {
     }
 }
 
+/// `retry --http URL` where a TLS server listens: exit 8, and the message
+/// says to use https://.
+#[track_caller]
+fn expect_tls_named(url: &str) {
+    let r = retry(&["--http", url, "-b", "10ms"]);
+    assert_eq!(r.code, 8, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("the server speaks TLS here: use https://"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// Files in `dir`, sorted, to show that nothing (no partial or temporary
 /// file) was left behind.
 fn listing(dir: &std::path::Path) -> Vec<String> {

@@ -460,13 +460,6 @@ fn a_tls_server_behind_an_http_url_exits_8_and_says_so() {
     let pki = Pki::new();
     let s = pki.serve("server");
     let url = format!("http://127.0.0.1:{}/", s.port);
-    let r = retry(&["--http", &url, "-b", "10ms"]);
-    assert_eq!(r.code, 8, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("the server speaks TLS here: use https://"),
-        "{}",
-        r.stderr
-    );
+    expect_tls_named(&url);
     assert_eq!(s.connections(), 1);
 }
