@@ -314,6 +314,17 @@ pub fn wait_for_file(path: &Path, within: Duration) {
     }
 }
 
+/// Poll until something accepts connections on 127.0.0.1:`port`; fails,
+/// naming `what`, after `within`.
+#[track_caller]
+pub fn wait_for_port(port: u16, within: Duration, what: &str) {
+    let until = Instant::now() + within;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < until, "{what} did not start");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Whether a process is still running (a zombie counts as gone).
 pub fn alive(pid: i32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 
 use super::{Answer, Recorder};
-use crate::util::{free_port, path_str, retry, retry_sh, scratch, wait_for_file};
+use crate::util::{free_port, path_str, retry, retry_sh, scratch, wait_for_file, wait_for_port};
 
 const CHECK: &str = "/ping/0f3c9a2e-secret-uuid";
 
@@ -399,42 +399,26 @@ fn sigterm_while_the_start_ping_is_awaited_runs_nothing_and_pings_143() {
 fn pings_over_tls_trust_the_system_roots_or_ssl_cert_file() {
     // A CA and a certificate it signed for 127.0.0.1, served by openssl's
     // own test server (scripts/test.sh installs openssl).
-    let dir = scratch();
-    let make = "set -e
-        k='-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes'
-        openssl req -x509 $k -keyout ca.key -out ca.pem -days 2 -subj '/CN=test CA' \
-            -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign
-        openssl req $k -keyout s.key -out s.csr -subj /CN=127.0.0.1
-        printf 'subjectAltName=IP:127.0.0.1\\nextendedKeyUsage=serverAuth\\n' > ext.cnf
-        openssl x509 -req -in s.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out s.pem \
-            -days 2 -extfile ext.cnf";
-    let made = std::process::Command::new("sh")
-        .args(["-c", make])
-        .current_dir(dir.path())
-        .output()
-        .expect("sh runs");
-    assert!(
-        made.status.success(),
-        "{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
+    let pki = crate::pki::Pki::new();
     let port = free_port();
     let mut server = std::process::Command::new("openssl")
         .args([
-            "s_server", "-quiet", "-www", "-cert", "s.pem", "-key", "s.key",
+            "s_server",
+            "-quiet",
+            "-www",
+            "-cert",
+            "server.pem",
+            "-key",
+            "server.key",
         ])
         .args(["-accept", &format!("127.0.0.1:{port}")])
-        .current_dir(dir.path())
+        .current_dir(pki.dir.path())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("openssl s_server runs");
-    let until = std::time::Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(std::time::Instant::now() < until, "s_server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_port(port, Duration::from_secs(20), "s_server");
     let url = format!("https://127.0.0.1:{port}/0f3c9a2e-secret-uuid");
 
     let untrusted = retry(["--ping", &url, "--", "true"]).run();
@@ -449,7 +433,7 @@ fn pings_over_tls_trust_the_system_roots_or_ssl_cert_file() {
     assert!(!err.contains("secret-uuid"), "{err}");
 
     let trusted = retry(["-v", "--ping", &url, "--", "true"])
-        .env("SSL_CERT_FILE", dir.path().join("ca.pem"))
+        .env("SSL_CERT_FILE", pki.path("ca.pem"))
         .run();
     let _ = server.kill();
     let _ = server.wait();
