@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::Duration;
 
-use super::{Redis, Store, budget_count};
+use super::{Redis, Store, budget_count, epoch_secs};
 use crate::util::{Outcome, free_port, path_str, retry, retry_sh, scratch};
 
 /// `retry --group g --state STATE --budget --state-required -- sh -c SCRIPT`:
@@ -454,12 +454,7 @@ fn a_stopped_lock_holder_leaves_the_fleet_paced_and_the_store_is_tried_again() {
     release.join().expect("release");
     let mut starts: Vec<f64> = events(&logs, "attempt_start")
         .filter(|e| e["attempt"].as_u64() > Some(1))
-        .map(|e| {
-            let t = humantime::parse_rfc3339(e["time"].as_str().expect("time")).expect("rfc3339");
-            t.duration_since(std::time::UNIX_EPOCH)
-                .expect("after epoch")
-                .as_secs_f64()
-        })
+        .map(epoch_secs)
         .collect();
     assert_eq!(starts.len(), n * 29);
     starts.sort_by(f64::total_cmp);

@@ -331,6 +331,14 @@ fn events<'a>(
         .filter(move |e| e["event"] == kind)
 }
 
+/// A log event's `time`, in seconds since the epoch.
+fn epoch_secs(event: &serde_json::Value) -> f64 {
+    let t = humantime::parse_rfc3339(event["time"].as_str().expect("time")).expect("rfc3339");
+    t.duration_since(std::time::UNIX_EPOCH)
+        .expect("after epoch")
+        .as_secs_f64()
+}
+
 fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|s| s.to_string()).collect()
 }

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::thread;
 use std::time::Duration;
 
-use super::{Redis, Store, budget_count, events, herd, one_attempt, show, strings};
+use super::{Redis, Store, budget_count, epoch_secs, events, herd, one_attempt, show, strings};
 use crate::util::{path_str, retry, retry_sh, scratch};
 
 // ---- budget: no lost update with 200 concurrent invocations ----
@@ -101,12 +101,7 @@ fn pace_spaces_retries(store: Store) {
     let logs = herd(n, &args, script, dir.path());
     let mut starts: Vec<f64> = events(&logs, "attempt_start")
         .filter(|e| e["attempt"] == 2)
-        .map(|e| {
-            let t = humantime::parse_rfc3339(e["time"].as_str().expect("time")).expect("rfc3339");
-            t.duration_since(std::time::UNIX_EPOCH)
-                .expect("after epoch")
-                .as_secs_f64()
-        })
+        .map(epoch_secs)
         .collect();
     assert_eq!(starts.len(), n, "every run retried once");
     starts.sort_by(f64::total_cmp);
