@@ -27,19 +27,8 @@ fn dry_run_prints_the_schedule_and_runs_nothing() {
     assert!(out.stderr.is_empty());
     assert!(!marker.exists());
     let text = out.stdout_text();
-    let rows: Vec<Vec<String>> = text
-        .lines()
-        .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
-        .map(|l| {
-            l.split("  ")
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(String::from)
-                .collect()
-        })
-        .collect();
     assert_eq!(
-        rows,
+        rows(&text),
         vec![
             vec!["1", "2", "1s", "1s", "1s"],
             vec!["2", "3", "2s", "2s", "3s"],
@@ -62,23 +51,36 @@ fn dry_run_with_a_seed_is_reproducible() {
     assert_ne!(run("5"), run("6"));
 }
 
-/// The ceilings `--dry-run --jitter none` shows for these flags.
-fn ceilings(args: &[&str]) -> Vec<String> {
-    let mut all = vec!["--dry-run", "--jitter", "none"];
-    all.extend_from_slice(args);
-    let out = retry(&all).run();
-    out.expect_code(0);
-    out.stdout_text()
-        .lines()
+/// The rows of a `--dry-run` schedule table: the lines that start with a
+/// digit, cut into cells at double spaces.
+fn rows(text: &str) -> Vec<Vec<String>> {
+    text.lines()
         .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
-        .filter_map(|l| {
+        .map(|l| {
             l.split("  ")
                 .map(str::trim)
                 .filter(|s| !s.is_empty())
-                .nth(2)
                 .map(String::from)
+                .collect()
         })
         .collect()
+}
+
+/// Cell `n` of each row of the schedule `retry --dry-run ARGS...` prints.
+fn column(args: &[&str], n: usize) -> Vec<String> {
+    let mut all = vec!["--dry-run"];
+    all.extend_from_slice(args);
+    let out = retry(&all).run();
+    out.expect_code(0);
+    rows(&out.stdout_text())
+        .into_iter()
+        .filter_map(|row| row.get(n).cloned())
+        .collect()
+}
+
+/// The ceilings `--dry-run --jitter none` shows for these flags.
+fn ceilings(args: &[&str]) -> Vec<String> {
+    column(&[&["--jitter", "none"], args].concat(), 2)
 }
 
 #[test]
@@ -131,23 +133,7 @@ fn decorrelated_dry_run_says_growth_settings_do_not_apply() {
 /// These are the delays (rounded to ms by the table) of the pinned stream.
 #[test]
 fn seeded_dry_runs_are_pinned() {
-    let delays = |args: &[&str]| -> Vec<String> {
-        let mut all = vec!["--dry-run", "--max", "4"];
-        all.extend_from_slice(args);
-        let out = retry(&all).run();
-        out.expect_code(0);
-        out.stdout_text()
-            .lines()
-            .filter(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()))
-            .filter_map(|l| {
-                l.split("  ")
-                    .map(str::trim)
-                    .filter(|s| !s.is_empty())
-                    .nth(3)
-                    .map(String::from)
-            })
-            .collect()
-    };
+    let delays = |args: &[&str]| column(&[&["--max", "4"], args].concat(), 3);
     assert_eq!(delays(&["--seed", "42"]), ["372ms", "1s 714ms", "3s 925ms"]);
     assert_eq!(
         delays(&["--seed", "42", "-j", "decorrelated"]),

@@ -15,6 +15,7 @@ mod leftovers;
 mod limits;
 mod monitor;
 mod output;
+mod pki;
 mod process;
 mod pty;
 mod replay;

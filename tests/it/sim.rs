@@ -327,22 +327,30 @@ fn ten_thousand_clients_finish() {
     assert_eq!(v["runs"][0]["gave_up"], 0);
 }
 
+/// `retry --simulate CLIENTS ARGS... --plot DIR/plot.svg`, which must
+/// succeed: the scratch directory and the picture it wrote.
+fn plot(clients: &str, args: &[&str]) -> (tempfile::TempDir, String) {
+    let dir = scratch();
+    let svg = dir.path().join("plot.svg");
+    let mut all = vec!["--simulate", clients];
+    all.extend_from_slice(args);
+    all.extend(["--plot", svg.to_str().expect("utf-8 path")]);
+    retry(&all).run().expect_code(0);
+    let text = std::fs::read_to_string(&svg).expect("svg written");
+    (dir, text)
+}
+
+/// A small simulation plotted to `path`, which must be refused (exit 2).
+fn plot_refused(path: &std::path::Path) -> crate::util::Outcome {
+    let path = path.to_str().expect("utf-8 path");
+    let out = retry(["--simulate", "10", "--outage", "1s", "--plot", path]).run();
+    out.expect_code(2);
+    out
+}
+
 #[test]
 fn plot_writes_an_svg() {
-    let dir = scratch();
-    let svg = dir.path().join("storm.svg");
-    let out = retry([
-        "--simulate",
-        "100",
-        "--outage",
-        "2s",
-        "--compare",
-        "--plot",
-        svg.to_str().expect("utf-8 path"),
-    ])
-    .run();
-    out.expect_code(0);
-    let text = std::fs::read_to_string(&svg).expect("svg written");
+    let (_dir, text) = plot("100", &["--outage", "2s", "--compare"]);
     assert!(text.contains("<svg"), "{text}");
     for kind in ["none", "full", "decorrelated"] {
         assert!(text.contains(kind), "no row for {kind}");
@@ -456,16 +464,7 @@ fn a_bad_plot_path_is_refused_before_the_simulation_runs() {
     assert!(err.contains("cannot write --plot"), "{err}");
     assert!(err.contains("No such file or directory"), "{err}");
     // A directory is no picture file either.
-    let out = retry([
-        "--simulate",
-        "10",
-        "--outage",
-        "1s",
-        "--plot",
-        dir.path().to_str().expect("utf-8 path"),
-    ])
-    .run();
-    out.expect_code(2);
+    let out = plot_refused(dir.path());
     assert!(out.stderr_text().contains("is a directory"));
     assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 0);
     // A directory anyone may write to (and not sticky): someone else could
@@ -474,16 +473,7 @@ fn a_bad_plot_path_is_refused_before_the_simulation_runs() {
     std::fs::create_dir(&open).expect("mkdir");
     std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o777))
         .expect("chmod");
-    let out = retry([
-        "--simulate",
-        "10",
-        "--outage",
-        "1s",
-        "--plot",
-        open.join("p.svg").to_str().expect("utf-8 path"),
-    ])
-    .run();
-    out.expect_code(2);
+    let out = plot_refused(&open.join("p.svg"));
     assert!(
         out.stderr_text().contains("writable by every user"),
         "{}",
@@ -710,24 +700,18 @@ fn a_capacity_burst_of_one_admits_one_request_at_a_time() {
 
 #[test]
 fn the_plot_wraps_its_title_and_names_staggered_starts() {
-    let dir = scratch();
-    let svg = dir.path().join("occ.svg");
-    let out = retry([
-        "--simulate",
+    let (dir, text) = plot(
         "50",
-        "--model",
-        "occ",
-        "--compare",
-        "--stagger",
-        "1s",
-        "--seed",
-        "7",
-        "--plot",
-        svg.to_str().expect("utf-8 path"),
-    ])
-    .run();
-    out.expect_code(0);
-    let text = std::fs::read_to_string(&svg).expect("svg written");
+        &[
+            "--model",
+            "occ",
+            "--compare",
+            "--stagger",
+            "1s",
+            "--seed",
+            "7",
+        ],
+    );
     // Every <text> element's content, as drawn.
     let texts: Vec<&str> = text
         .split("<text")

@@ -7,16 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread;
 use std::time::Duration;
 
-use crate::util::{Outcome, retry, scratch};
-
-/// A port on 127.0.0.1 that nothing listens on (just now).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use crate::util::{Outcome, free_port, retry, scratch};
 
 /// A listener that accepts and counts connections until the test ends.
 fn counting(addr: &str) -> (SocketAddr, Arc<AtomicUsize>) {
@@ -76,20 +67,14 @@ fn a_refused_port_is_retried_and_exits_7() {
     assert!(reason.contains(&target), "{reason}");
 }
 
-#[test]
-fn a_port_that_opens_later_is_waited_for() {
-    let port = free_port();
-    let target = format!("127.0.0.1:{port}");
-    let running = retry(args(&[
-        "--max-time",
-        "30s",
-        "--cap",
-        "200ms",
-        "--tcp",
-        &target,
-    ]))
-    .spawn();
-    thread::sleep(Duration::from_millis(700));
+/// `retry --max-time 30s --cap 200ms PROBE...` with `port` opened 800 ms
+/// in, once retry has failed on it: it succeeds, after two attempts or more.
+#[track_caller]
+fn opened_later(probe: &[&str], port: u16) {
+    let mut all = vec!["--max-time", "30s", "--cap", "200ms"];
+    all.extend_from_slice(probe);
+    let running = retry(args(&all)).spawn();
+    thread::sleep(Duration::from_millis(800));
     let listener = TcpListener::bind(("127.0.0.1", port)).expect("the port is still free");
     let out = running.wait();
     drop(listener);
@@ -98,26 +83,25 @@ fn a_port_that_opens_later_is_waited_for() {
 }
 
 #[test]
+fn a_port_that_opens_later_is_waited_for() {
+    let port = free_port();
+    let target = format!("127.0.0.1:{port}");
+    opened_later(&["--tcp", &target], port);
+}
+
+#[test]
 fn every_target_must_accept_and_one_that_did_is_not_probed_again() {
     let (up, count) = counting("127.0.0.1:0");
     let later = free_port();
-    let running = retry(args(&[
-        "--max-time",
-        "30s",
-        "--cap",
-        "200ms",
-        "--tcp",
-        &up.to_string(),
-        "--tcp",
-        &format!("127.0.0.1:{later}"),
-    ]))
-    .spawn();
-    thread::sleep(Duration::from_millis(800));
-    let listener = TcpListener::bind(("127.0.0.1", later)).expect("the port is still free");
-    let out = running.wait();
-    drop(listener);
-    out.expect_code(0);
-    assert!(done(&out)["attempts"].as_u64().unwrap() >= 2);
+    opened_later(
+        &[
+            "--tcp",
+            &up.to_string(),
+            "--tcp",
+            &format!("127.0.0.1:{later}"),
+        ],
+        later,
+    );
     thread::sleep(Duration::from_millis(100));
     assert_eq!(
         count.load(Ordering::SeqCst),
@@ -313,24 +297,7 @@ fn shared_state_applies_to_tcp_mode() {
     let store = scratch();
     let target = format!("127.0.0.1:{}", free_port());
     let state = crate::util::path_str(store.path());
-    for _ in 0..2 {
-        retry([
-            "-q",
-            "--max=1",
-            "--group",
-            "db",
-            "--state",
-            &state,
-            "--breaker",
-            "2:1m",
-            "--tcp",
-            &target,
-        ])
-        .run()
-        .expect_code(7);
-    }
-    // Two failed runs opened the breaker: the third is refused unprobed.
-    let out = retry([
+    let args = [
         "--max=1",
         "--group",
         "db",
@@ -340,8 +307,12 @@ fn shared_state_applies_to_tcp_mode() {
         "2:1m",
         "--tcp",
         &target,
-    ])
-    .run();
+    ];
+    for _ in 0..2 {
+        retry(["-q"].iter().chain(&args)).run().expect_code(7);
+    }
+    // Two failed runs opened the breaker: the third is refused unprobed.
+    let out = retry(args).run();
     out.expect_code(75);
 }
 

@@ -294,6 +294,12 @@ pub fn bin_for_anyone() -> (tempfile::TempDir, PathBuf) {
     (dir, copy)
 }
 
+/// A port on 127.0.0.1 that nothing listens on (bound, then released).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    l.local_addr().expect("addr").port()
+}
+
 pub fn path_str(p: &Path) -> String {
     p.to_str().expect("utf-8 temp path").to_string()
 }
@@ -305,6 +311,17 @@ pub fn wait_for_file(path: &Path, within: Duration) {
     while !path.exists() {
         assert!(Instant::now() < until, "{} never appeared", path.display());
         thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Poll until something accepts connections on 127.0.0.1:`port`; fails,
+/// naming `what`, after `within`.
+#[track_caller]
+pub fn wait_for_port(port: u16, within: Duration, what: &str) {
+    let until = Instant::now() + within;
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < until, "{what} did not start");
+        thread::sleep(Duration::from_millis(20));
     }
 }
 

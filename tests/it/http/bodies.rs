@@ -5,17 +5,6 @@ use super::*;
 
 // ---- bodies: streamed, delivered whole or not at all ----------------------
 
-/// Files in `dir`, to show that nothing (no partial or temporary file) was
-/// left behind.
-fn listing(dir: &std::path::Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .expect("read dir")
-        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 #[test]
 fn a_200_mb_body_streams_in_flat_memory() {
     const SIZE: usize = 200 * 1024 * 1024;
@@ -59,14 +48,7 @@ fn a_body_cut_short_once_is_retried_and_the_file_appears_whole() {
     ]);
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("out.txt");
-    let r = retry(&[
-        "--http",
-        &s.url,
-        "-o",
-        file.to_str().expect("utf-8"),
-        "-b",
-        "10ms",
-    ]);
+    let r = download(&s.url, &file, &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(s.hits(), 2);
     assert!(r.stderr.contains("body cut short"), "{}", r.stderr);
@@ -82,16 +64,7 @@ fn a_body_always_cut_short_exits_18_and_leaves_no_file() {
     let s = Server::start(vec![reply(200).body("partial").cut_short(10)]);
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("out.txt");
-    let r = retry(&[
-        "--http",
-        &s.url,
-        "-o",
-        file.to_str().expect("utf-8"),
-        "-n",
-        "3",
-        "-b",
-        "10ms",
-    ]);
+    let r = download(&s.url, &file, &["-n", "3"]);
     assert_eq!(r.code, 18, "{}", r.stderr);
     assert_eq!(s.hits(), 3);
     assert!(
@@ -99,7 +72,7 @@ fn a_body_always_cut_short_exits_18_and_leaves_no_file() {
         "{}",
         r.stderr
     );
-    assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
+    assert_no_files(dir.path());
 }
 
 #[test]
@@ -120,16 +93,7 @@ fn a_failed_run_leaves_an_existing_output_file_alone() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("out.txt");
     std::fs::write(&file, "previous").expect("write");
-    let r = retry(&[
-        "--http",
-        &s.url,
-        "-o",
-        file.to_str().expect("utf-8"),
-        "-n",
-        "2",
-        "-b",
-        "10ms",
-    ]);
+    let r = download(&s.url, &file, &["-n", "2"]);
     assert_eq!(r.code, 22, "{}", r.stderr);
     assert_eq!(std::fs::read_to_string(&file).expect("read"), "previous");
     assert_eq!(listing(dir.path()), ["out.txt"]);
@@ -195,7 +159,7 @@ fn a_bad_output_directory_is_a_usage_error_and_nothing_is_sent() {
     }
     thread::sleep(Duration::from_millis(100));
     assert_eq!(s.hits(), 0, "the server saw a request");
-    assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
+    assert_no_files(dir.path());
 }
 
 #[test]
@@ -430,13 +394,12 @@ fn an_interrupted_download_leaves_no_file() {
     let s = Server::start(vec![reply(200).body("late").delay(Duration::from_secs(5))]);
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("out.txt");
-    let running =
-        crate::util::retry(["--http", &s.url, "-o", file.to_str().expect("utf-8")]).spawn();
+    let running = download_spawned(&s.url, &file);
     assert_eq!(s.hits_at_least(1), 1);
     // The temporary file has no name while the request runs.
-    assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
+    assert_no_files(dir.path());
     running.signal(Signal::SIGTERM);
     let out = running.wait();
     out.expect_code(143);
-    assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
+    assert_no_files(dir.path());
 }

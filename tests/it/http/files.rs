@@ -16,30 +16,8 @@ fn root() -> bool {
     }
 }
 
-fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .expect("read dir")
-        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
-
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).expect("stat").mode() & 0o7777
-}
-
-fn download(url: &str, file: &Path, extra: &[&str]) -> Run {
-    let mut args = vec![
-        "--http",
-        url,
-        "-o",
-        file.to_str().expect("utf-8"),
-        "-b",
-        "10ms",
-    ];
-    args.extend_from_slice(extra);
-    retry(&args)
 }
 
 // ---- what an existing file keeps ---------------------------------------------
@@ -171,8 +149,7 @@ fn a_download_killed_mid_way_leaves_nothing_and_was_private() {
     let file = dir.path().join("big");
     std::fs::write(&file, "previous").expect("write");
     std::fs::set_permissions(&file, PermissionsExt::from_mode(0o644)).expect("chmod");
-    let running =
-        crate::util::retry(["--http", &s.url, "-o", file.to_str().expect("utf-8")]).spawn();
+    let running = download_spawned(&s.url, &file);
     assert_eq!(s.hits_at_least(1), 1);
     let pid = running.pid().as_raw();
     // The body is being written to a file that has no name, readable by

@@ -195,6 +195,34 @@ impl Server {
     }
 }
 
+/// A bare server on 127.0.0.1 that counts connections and hands each one,
+/// in turn, to `handle`: for peers that do not speak plain HTTP.
+struct RawServer {
+    addr: std::net::SocketAddr,
+    connections: Arc<Mutex<usize>>,
+}
+
+impl RawServer {
+    fn start(handle: impl Fn(TcpStream) + Send + 'static) -> RawServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        let addr = listener.local_addr().expect("addr");
+        let connections = Arc::new(Mutex::new(0usize));
+        let counted = Arc::clone(&connections);
+        thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                *counted.lock().expect("lock") += 1;
+                handle(stream);
+            }
+        });
+        RawServer { addr, connections }
+    }
+
+    fn connections(&self) -> usize {
+        *self.connections.lock().expect("lock")
+    }
+}
+
 fn serve(stream: TcpStream, log: &Mutex<Vec<Seen>>, replies: &[Reply]) {
     let mut reader = BufReader::new(match stream.try_clone() {
         Ok(s) => s,
@@ -309,6 +337,55 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Seen>>, replies: &[Reply]) {
     if let Some(wait) = stall {
         thread::sleep(wait);
     }
+}
+
+/// `retry --http URL` where a TLS server listens: exit 8, and the message
+/// says to use https://.
+#[track_caller]
+fn expect_tls_named(url: &str) {
+    let r = retry(&["--http", url, "-b", "10ms"]);
+    assert_eq!(r.code, 8, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("the server speaks TLS here: use https://"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// Files in `dir`, sorted, to show that nothing (no partial or temporary
+/// file) was left behind.
+fn listing(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[track_caller]
+fn assert_no_files(dir: &std::path::Path) {
+    assert!(listing(dir).is_empty(), "{:?}", listing(dir));
+}
+
+/// `retry --http URL -o FILE -b 10ms EXTRA...`
+fn download(url: &str, file: &std::path::Path, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "--http",
+        url,
+        "-o",
+        file.to_str().expect("utf-8"),
+        "-b",
+        "10ms",
+    ];
+    args.extend_from_slice(extra);
+    retry(&args)
+}
+
+/// `retry --http URL -o FILE`, spawned, to be signalled mid-download.
+fn download_spawned(url: &str, file: &std::path::Path) -> crate::util::Running {
+    crate::util::retry(["--http", url, "-o", file.to_str().expect("utf-8")]).spawn()
 }
 
 struct Run {

@@ -38,14 +38,7 @@ fn replies_that_are_not_http_exit_8_and_say_what_was_wrong() {
 fn a_tls_server_behind_an_http_url_is_named_as_such() {
     // The start of a TLS alert record, as a TLS server answers plain text.
     let s = Server::start(vec![raw(&[21, 3, 3, 0, 2, 2, 50])]);
-    let r = retry(&["--http", &s.url, "-b", "10ms"]);
-    assert_eq!(r.code, 8, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("the server speaks TLS here: use https://"),
-        "{}",
-        r.stderr
-    );
+    expect_tls_named(&s.url);
     assert_eq!(s.hits(), 1);
 }
 

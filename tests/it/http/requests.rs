@@ -115,22 +115,14 @@ fn a_post_answered_429_is_retried_as_it_was_not_processed() {
 #[test]
 fn a_post_whose_tls_handshake_was_cut_off_is_retried() {
     // The connection ends during the handshake: the request never left.
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-    let addr = listener.local_addr().expect("addr");
-    let connections = Arc::new(Mutex::new(0usize));
-    let counted = Arc::clone(&connections);
-    thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            *counted.lock().expect("lock") += 1;
-            let mut hello = [0u8; 16];
-            let _ = stream.read(&mut hello);
-        }
+    let s = RawServer::start(|mut stream| {
+        let mut hello = [0u8; 16];
+        let _ = stream.read(&mut hello);
     });
-    let url = format!("https://{addr}/");
+    let url = format!("https://{}/", s.addr);
     let r = retry(&["--http", &url, "-d", "order=1", "-n", "3", "-b", "10ms"]);
     assert_eq!(r.code, 7, "{}", r.stderr);
-    assert_eq!(*connections.lock().expect("lock"), 3, "{}", r.stderr);
+    assert_eq!(s.connections(), 3, "{}", r.stderr);
     assert!(!r.stderr.contains("not idempotent"), "{}", r.stderr);
 }
 
@@ -219,11 +211,7 @@ fn a_given_idempotency_key_is_sent_as_is() {
 
 #[test]
 fn connection_refused_exits_7_after_every_attempt() {
-    let port = {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-        l.local_addr().expect("addr").port()
-    };
-    let url = format!("http://127.0.0.1:{port}/");
+    let url = format!("http://127.0.0.1:{}/", crate::util::free_port());
     let r = retry(&["--http", &url, "-n", "3", "-b", "10ms"]);
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(r.stderr.contains("attempt 3/3 failed"), "{}", r.stderr);
@@ -253,11 +241,7 @@ fn a_connection_closed_without_a_response_is_retried() {
 #[test]
 fn a_post_that_could_not_connect_is_retried() {
     // Nothing was sent, so repeating it cannot repeat its effect.
-    let port = {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-        l.local_addr().expect("addr").port()
-    };
-    let url = format!("http://127.0.0.1:{port}/");
+    let url = format!("http://127.0.0.1:{}/", crate::util::free_port());
     let r = retry(&["--http", &url, "-d", "x", "-n", "2", "-b", "10ms"]);
     assert_eq!(r.code, 7, "{}", r.stderr);
     assert!(
@@ -317,8 +301,7 @@ fn output_writes_the_body_to_a_file() {
     let s = Server::start(vec![reply(500), reply(200).body("payload")]);
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("body.out");
-    let path = file.to_str().expect("utf-8 path");
-    let r = retry(&["--http", &s.url, "-o", path, "-b", "10ms"]);
+    let r = download(&s.url, &file, &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout, "");
     assert_eq!(std::fs::read_to_string(&file).expect("read"), "payload");
@@ -498,29 +481,21 @@ fn a_redirect_to_another_origin_drops_credentials() {
 fn a_failed_tls_handshake_is_permanent_and_exits_35() {
     // A server that answers the TLS ClientHello with plain HTTP: no TLS
     // session can be set up, and trying again will not change that.
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-    let addr = listener.local_addr().expect("addr");
-    let connections = Arc::new(Mutex::new(0usize));
-    let counted = Arc::clone(&connections);
-    thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut stream) = stream else { continue };
-            *counted.lock().expect("lock") += 1;
-            let mut hello = [0u8; 512];
-            let _ = stream.read(&mut hello);
-            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
-        }
+    let s = RawServer::start(|mut stream| {
+        let mut hello = [0u8; 512];
+        let _ = stream.read(&mut hello);
+        let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
     });
     let r = retry(&[
         "--http",
-        &format!("https://{addr}/"),
+        &format!("https://{}/", s.addr),
         "-n",
         "3",
         "-b",
         "10ms",
     ]);
     assert_eq!(r.code, 35, "{}", r.stderr);
-    assert_eq!(*connections.lock().expect("lock"), 1, "{}", r.stderr);
+    assert_eq!(s.connections(), 1, "{}", r.stderr);
     assert!(r.stderr.contains("TLS"), "{}", r.stderr);
     assert!(
         r.stderr.contains("giving up after 1 attempt"),

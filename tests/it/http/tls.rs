@@ -1,188 +1,50 @@
 //! TLS: trust, `--cacert`, SSL_CERT_FILE, `--insecure`.
 
 use super::*;
+use crate::pki::Pki;
 
 // ---- TLS: trust, --cacert, SSL_CERT_FILE, --insecure ------------------------
 
-/// A CA, a server certificate it signed for 127.0.0.1, and their keys, made
-/// by the openssl command (scripts/test.sh installs it) in a fresh directory.
-struct Pki {
-    dir: tempfile::TempDir,
+impl Pki {
+    /// An HTTPS server presenting `NAME.pem` with `NAME.key`.
+    fn serve(&self, name: &str) -> TlsServer {
+        TlsServer::start(
+            &self.path(&format!("{name}.pem")),
+            &self.path(&format!("{name}.key")),
+        )
+    }
+
+    /// `retry --http URL --cacert CA MORE...`, CA being a file in the directory.
+    fn fetch(&self, url: &str, ca: &str, more: &[&str]) -> Run {
+        let ca = self.path(ca);
+        let mut args = vec!["--http", url, "--cacert", &ca];
+        args.extend_from_slice(more);
+        retry(&args)
+    }
 }
 
-impl Pki {
-    fn new() -> Pki {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let run = |args: &[&str]| {
-            let out = std::process::Command::new("openssl")
-                .args(args)
-                .current_dir(dir.path())
-                .output()
-                .expect("run openssl (scripts/test.sh installs it)");
-            assert!(
-                out.status.success(),
-                "openssl {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
-        let ec = [
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-        ];
-        let mut ca = vec!["req", "-x509"];
-        ca.extend(ec);
-        ca.extend([
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=retry test CA",
-            "-addext",
-            "basicConstraints=critical,CA:TRUE",
-            "-addext",
-            "keyUsage=critical,keyCertSign",
-        ]);
-        run(&ca);
-        let mut csr = vec!["req"];
-        csr.extend(ec);
-        csr.extend([
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-            "-subj",
-            "/CN=127.0.0.1",
-        ]);
-        run(&csr);
-        std::fs::write(
-            dir.path().join("ext.cnf"),
-            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
-        )
-        .expect("write ext.cnf");
-        run(&[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.pem",
-            "-days",
-            "2",
-            "-extfile",
-            "ext.cnf",
-        ]);
-        Pki { dir }
-    }
+/// One attempt only: `-n 1`.
+const ONCE: &[&str] = &["-n", "1"];
 
-    /// Runs openssl in the directory.
-    fn openssl(&self, args: &[&str]) {
-        let out = std::process::Command::new("openssl")
-            .args(args)
-            .current_dir(self.dir.path())
-            .output()
-            .expect("run openssl (scripts/test.sh installs it)");
-        assert!(
-            out.status.success(),
-            "openssl {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+/// The probe succeeded and printed the server's "secure".
+#[track_caller]
+fn assert_secure(r: &Run) {
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "secure");
+}
 
-    /// `NAME.pem` and `NAME.key`: a self-signed certificate for `cn` as the
-    /// usual one-liner makes it (no alternative names, marked as a CA).
-    fn self_signed(&self, name: &str, cn: &str) {
-        self.openssl(&[
-            "req",
-            "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            &format!("{name}.key"),
-            "-out",
-            &format!("{name}.pem"),
-            "-days",
-            "2",
-            "-subj",
-            &format!("/CN={cn}"),
-        ]);
-    }
-
-    /// `NAME.pem` and `NAME.key`: a self-signed certificate for `cn` that
-    /// expired in 2020 (`openssl ca` sets the dates).
-    fn expired(&self, name: &str, cn: &str) {
-        let dir = self.dir.path();
-        std::fs::write(
-            dir.join("ca.cnf"),
-            "[ca]\ndefault_ca = d\n[d]\ndatabase = index.txt\nnew_certs_dir = .\n\
-             serial = serial\ndefault_md = sha256\npolicy = p\nx509_extensions = e\n\
-             [p]\ncommonName = supplied\n[e]\nbasicConstraints = CA:FALSE\n",
-        )
-        .expect("write ca.cnf");
-        std::fs::write(dir.join("index.txt"), "").expect("write index.txt");
-        std::fs::write(dir.join("serial"), "01\n").expect("write serial");
-        self.openssl(&[
-            "req",
-            "-new",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-nodes",
-            "-keyout",
-            &format!("{name}.key"),
-            "-out",
-            &format!("{name}.csr"),
-            "-subj",
-            &format!("/CN={cn}"),
-        ]);
-        self.openssl(&[
-            "ca",
-            "-batch",
-            "-config",
-            "ca.cnf",
-            "-selfsign",
-            "-keyfile",
-            &format!("{name}.key"),
-            "-in",
-            &format!("{name}.csr"),
-            "-startdate",
-            "20200101000000Z",
-            "-enddate",
-            "20200102000000Z",
-            "-out",
-            &format!("{name}.pem"),
-        ]);
-    }
-
-    fn path(&self, name: &str) -> String {
-        self.dir
-            .path()
-            .join(name)
-            .to_str()
-            .expect("utf-8")
-            .to_string()
-    }
+/// The probe failed the TLS handshake (exit 35) and stderr says `says`.
+#[track_caller]
+fn assert_tls_failed(r: &Run, says: &str) {
+    assert_eq!(r.code, 35, "{}", r.stderr);
+    assert!(r.stderr.contains(says), "{}", r.stderr);
 }
 
 /// An HTTPS server on 127.0.0.1 presenting `cert` (PEM chain) and `key`,
 /// answering every request with 200 "secure". Counts connections.
 struct TlsServer {
     port: u16,
-    connections: Arc<Mutex<usize>>,
+    raw: RawServer,
 }
 
 impl TlsServer {
@@ -213,42 +75,37 @@ impl TlsServer {
                 .with_single_cert(certs, key)
                 .expect("server config"),
         );
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-        let port = listener.local_addr().expect("addr").port();
-        let connections = Arc::new(Mutex::new(0usize));
-        let counted = Arc::clone(&connections);
-        thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(tcp) = stream else { continue };
-                *counted.lock().expect("lock") += 1;
-                let config = Arc::clone(&config);
-                let answer = Arc::clone(&answer);
-                thread::spawn(move || {
-                    let Ok(conn) = rustls::ServerConnection::new(config) else {
-                        return;
-                    };
-                    let mut tls = rustls::StreamOwned::new(conn, tcp);
-                    let mut got = Vec::new();
-                    let mut buf = [0u8; 1024];
-                    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match tls.read(&mut buf) {
-                            Ok(0) => return,
-                            Err(_) => {
-                                // Plain text, say: send the alert rustls
-                                // queued, as TLS servers do.
-                                let _ = tls.conn.write_tls(&mut tls.sock);
-                                return;
-                            }
-                            Ok(n) => got.extend_from_slice(&buf[..n]),
+        let raw = RawServer::start(move |tcp| {
+            let config = Arc::clone(&config);
+            let answer = Arc::clone(&answer);
+            thread::spawn(move || {
+                let Ok(conn) = rustls::ServerConnection::new(config) else {
+                    return;
+                };
+                let mut tls = rustls::StreamOwned::new(conn, tcp);
+                let mut got = Vec::new();
+                let mut buf = [0u8; 1024];
+                while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match tls.read(&mut buf) {
+                        Ok(0) => return,
+                        Err(_) => {
+                            // Plain text, say: send the alert rustls
+                            // queued, as TLS servers do.
+                            let _ = tls.conn.write_tls(&mut tls.sock);
+                            return;
                         }
+                        Ok(n) => got.extend_from_slice(&buf[..n]),
                     }
-                    let _ = tls.write_all(&answer);
-                    tls.conn.send_close_notify();
-                    let _ = tls.flush();
-                });
-            }
+                }
+                let _ = tls.write_all(&answer);
+                tls.conn.send_close_notify();
+                let _ = tls.flush();
+            });
         });
-        TlsServer { port, connections }
+        TlsServer {
+            port: raw.addr.port(),
+            raw,
+        }
     }
 
     fn url(&self, host: &str) -> String {
@@ -256,22 +113,17 @@ impl TlsServer {
     }
 
     fn connections(&self) -> usize {
-        *self.connections.lock().expect("lock")
+        self.raw.connections()
     }
 }
 
 #[test]
 fn a_certificate_from_an_unknown_authority_is_not_trusted() {
     let pki = Pki::new();
-    let s = TlsServer::start(&pki.path("server.pem"), &pki.path("server.key"));
+    let s = pki.serve("server");
     let r = retry(&["--http", &s.url("127.0.0.1"), "-b", "10ms"]);
-    assert_eq!(r.code, 35, "{}", r.stderr);
+    assert_tls_failed(&r, "the server's certificate is not trusted");
     assert_eq!(s.connections(), 1, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("the server's certificate is not trusted"),
-        "{}",
-        r.stderr
-    );
     assert!(r.stderr.contains("--cacert"), "{}", r.stderr);
     assert!(!r.stderr.contains("UnknownIssuer"), "{}", r.stderr);
 }
@@ -279,34 +131,16 @@ fn a_certificate_from_an_unknown_authority_is_not_trusted() {
 #[test]
 fn cacert_adds_a_trust_anchor() {
     let pki = Pki::new();
-    let s = TlsServer::start(&pki.path("server.pem"), &pki.path("server.key"));
-    let r = retry(&[
-        "--http",
-        &s.url("127.0.0.1"),
-        "--cacert",
-        &pki.path("ca.pem"),
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(r.stdout, "secure");
+    let s = pki.serve("server");
+    assert_secure(&pki.fetch(&s.url("127.0.0.1"), "ca.pem", &[]));
 
     // The certificate names 127.0.0.1, not localhost.
-    let r = retry(&[
-        "--http",
-        &s.url("localhost"),
-        "--cacert",
-        &pki.path("ca.pem"),
-    ]);
-    assert_eq!(r.code, 35, "{}", r.stderr);
-    assert!(r.stderr.contains("name does not match"), "{}", r.stderr);
+    let r = pki.fetch(&s.url("localhost"), "ca.pem", &[]);
+    assert_tls_failed(&r, "name does not match");
 
     // A file that holds no certificate: a usage error, nothing sent.
     let before = s.connections();
-    let r = retry(&[
-        "--http",
-        &s.url("127.0.0.1"),
-        "--cacert",
-        &pki.path("ext.cnf"),
-    ]);
+    let r = pki.fetch(&s.url("127.0.0.1"), "ext.cnf", &[]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("--cacert"), "{}", r.stderr);
     assert_eq!(s.connections(), before);
@@ -315,18 +149,20 @@ fn cacert_adds_a_trust_anchor() {
 #[test]
 fn ssl_cert_file_and_dir_are_honoured() {
     let pki = Pki::new();
-    let s = TlsServer::start(&pki.path("server.pem"), &pki.path("server.key"));
+    let s = pki.serve("server");
     let ca = pki.path("ca.pem");
-    let r = retry_env(&["--http", &s.url("127.0.0.1")], &[("SSL_CERT_FILE", &ca)]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(r.stdout, "secure");
+    assert_secure(&retry_env(
+        &["--http", &s.url("127.0.0.1")],
+        &[("SSL_CERT_FILE", &ca)],
+    ));
 
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::copy(&ca, dir.path().join("test-ca.pem")).expect("copy");
     let certs = dir.path().to_str().expect("utf-8");
-    let r = retry_env(&["--http", &s.url("127.0.0.1")], &[("SSL_CERT_DIR", certs)]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(r.stdout, "secure");
+    assert_secure(&retry_env(
+        &["--http", &s.url("127.0.0.1")],
+        &[("SSL_CERT_DIR", certs)],
+    ));
 }
 
 #[test]
@@ -334,14 +170,13 @@ fn a_ca_certificate_used_as_the_servers_own_is_explained() {
     // Trusted as a root (SSL_CERT_FILE), not named in --cacert: chain
     // building refuses a CA as a server's own certificate.
     let pki = Pki::new();
-    let s = TlsServer::start(&pki.path("ca.pem"), &pki.path("ca.key"));
+    let s = pki.serve("ca");
     let ca = pki.path("ca.pem");
     let r = retry_env(
         &["--http", &s.url("127.0.0.1"), "-n", "1"],
         &[("SSL_CERT_FILE", &ca)],
     );
-    assert_eq!(r.code, 35, "{}", r.stderr);
-    assert!(r.stderr.contains("it is a CA certificate"), "{}", r.stderr);
+    assert_tls_failed(&r, "it is a CA certificate");
     assert!(
         r.stderr
             .contains("--cacert FILE holding this very certificate"),
@@ -357,85 +192,34 @@ fn a_self_signed_certificate_named_in_cacert_is_trusted() {
     // directly by the server. curl --cacert accepts it.
     let pki = Pki::new();
     pki.self_signed("self", "localhost");
-    let s = TlsServer::start(&pki.path("self.pem"), &pki.path("self.key"));
-    let r = retry(&[
-        "--http",
-        &s.url("localhost"),
-        "--cacert",
-        &pki.path("self.pem"),
-        "-n",
-        "1",
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(r.stdout, "secure");
+    let s = pki.serve("self");
+    assert_secure(&pki.fetch(&s.url("localhost"), "self.pem", ONCE));
 
     // Its name is still checked...
-    let r = retry(&[
-        "--http",
-        &s.url("127.0.0.1"),
-        "--cacert",
-        &pki.path("self.pem"),
-        "-n",
-        "1",
-    ]);
-    assert_eq!(r.code, 35, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("asked for 127.0.0.1, the certificate is for localhost"),
-        "{}",
-        r.stderr
-    );
+    let r = pki.fetch(&s.url("127.0.0.1"), "self.pem", ONCE);
+    assert_tls_failed(&r, "asked for 127.0.0.1, the certificate is for localhost");
 
     // ...and so are its dates.
     pki.expired("old", "localhost");
-    let s = TlsServer::start(&pki.path("old.pem"), &pki.path("old.key"));
-    let r = retry(&[
-        "--http",
-        &s.url("localhost"),
-        "--cacert",
-        &pki.path("old.pem"),
-        "-n",
-        "1",
-    ]);
-    assert_eq!(r.code, 35, "{}", r.stderr);
-    assert!(
-        r.stderr.contains("the server's certificate expired"),
-        "{}",
-        r.stderr
-    );
+    let s = pki.serve("old");
+    let r = pki.fetch(&s.url("localhost"), "old.pem", ONCE);
+    assert_tls_failed(&r, "the server's certificate expired");
 }
 
 #[test]
 fn a_servers_own_leaf_certificate_named_in_cacert_is_trusted() {
     let pki = Pki::new();
-    let s = TlsServer::start(&pki.path("server.pem"), &pki.path("server.key"));
-    let r = retry(&[
-        "--http",
-        &s.url("127.0.0.1"),
-        "--cacert",
-        &pki.path("server.pem"),
-        "-n",
-        "1",
-    ]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(r.stdout, "secure");
+    let s = pki.serve("server");
+    assert_secure(&pki.fetch(&s.url("127.0.0.1"), "server.pem", ONCE));
 }
 
 #[test]
 fn with_cacert_given_the_hint_does_not_say_to_add_it() {
     let pki = Pki::new();
     pki.self_signed("other", "localhost");
-    let s = TlsServer::start(&pki.path("server.pem"), &pki.path("server.key"));
-    let r = retry(&[
-        "--http",
-        &s.url("127.0.0.1"),
-        "--cacert",
-        &pki.path("other.pem"),
-        "-n",
-        "1",
-    ]);
-    assert_eq!(r.code, 35, "{}", r.stderr);
-    assert!(r.stderr.contains("not trusted"), "{}", r.stderr);
+    let s = pki.serve("server");
+    let r = pki.fetch(&s.url("127.0.0.1"), "other.pem", ONCE);
+    assert_tls_failed(&r, "not trusted");
     assert!(r.stderr.contains("is in --cacert"), "{}", r.stderr);
     assert!(!r.stderr.contains("adds a trust anchor"), "{}", r.stderr);
 }
@@ -443,10 +227,9 @@ fn with_cacert_given_the_hint_does_not_say_to_add_it() {
 #[test]
 fn insecure_skips_verification_and_says_so() {
     let pki = Pki::new();
-    let s = TlsServer::start(&pki.path("server.pem"), &pki.path("server.key"));
+    let s = pki.serve("server");
     let r = retry(&["--http", &s.url("localhost"), "--insecure"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(r.stdout, "secure");
+    assert_secure(&r);
     assert!(
         r.stderr
             .contains("--insecure: the server's certificate is not verified"),
@@ -473,11 +256,9 @@ fn insecure_skips_verification_and_says_so() {
 #[test]
 fn a_redirect_from_http_to_https_is_followed() {
     let pki = Pki::new();
-    let tls = TlsServer::start(&pki.path("server.pem"), &pki.path("server.key"));
+    let tls = pki.serve("server");
     let plain = Server::start(vec![reply(301).header("Location", &tls.url("127.0.0.1"))]);
-    let r = retry(&["--http", &plain.url, "--cacert", &pki.path("ca.pem")]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
-    assert_eq!(r.stdout, "secure");
+    assert_secure(&pki.fetch(&plain.url, "ca.pem", &[]));
     assert_eq!((plain.hits(), tls.connections()), (1, 1));
 }
 
@@ -495,10 +276,9 @@ fn an_http_probe_never_reads_the_root_certificates() {
     assert_eq!(r.stdout, "plain");
 
     let pki = Pki::new();
-    let tls = TlsServer::start(&pki.path("server.pem"), &pki.path("server.key"));
+    let tls = pki.serve("server");
     let r = retry_env(&["--http", &tls.url("127.0.0.1"), "-b", "10ms"], &nowhere);
-    assert_eq!(r.code, 35, "{}", r.stderr);
-    assert!(r.stderr.contains("TLS"), "{}", r.stderr);
+    assert_tls_failed(&r, "TLS");
 }
 
 #[test]
@@ -514,14 +294,7 @@ fn a_redirect_from_https_down_to_http_is_refused() {
         &pki.path("server.key"),
         answer.into_bytes(),
     );
-    let r = retry(&[
-        "--http",
-        &s.url("127.0.0.1"),
-        "--cacert",
-        &pki.path("ca.pem"),
-        "-b",
-        "10ms",
-    ]);
+    let r = pki.fetch(&s.url("127.0.0.1"), "ca.pem", &["-b", "10ms"]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
         r.stderr.contains("from https:// down to http://"),
@@ -536,15 +309,8 @@ fn a_redirect_from_https_down_to_http_is_refused() {
 #[test]
 fn a_tls_server_behind_an_http_url_exits_8_and_says_so() {
     let pki = Pki::new();
-    let s = TlsServer::start(&pki.path("server.pem"), &pki.path("server.key"));
+    let s = pki.serve("server");
     let url = format!("http://127.0.0.1:{}/", s.port);
-    let r = retry(&["--http", &url, "-b", "10ms"]);
-    assert_eq!(r.code, 8, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("the server speaks TLS here: use https://"),
-        "{}",
-        r.stderr
-    );
+    expect_tls_named(&url);
     assert_eq!(s.connections(), 1);
 }

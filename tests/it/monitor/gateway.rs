@@ -2,11 +2,10 @@
 //! success kept across a failed run, and a gateway that is down or hangs
 //! costing a warning and at most about two seconds, never the status.
 
-use std::net::TcpListener;
 use std::time::Duration;
 
 use super::{Answer, Daemon, Recorder, promtool, sample};
-use crate::util::{retry, retry_sh};
+use crate::util::{free_port, retry, retry_sh};
 
 fn gateway() -> Daemon {
     Daemon::start(
@@ -87,11 +86,7 @@ fn the_gateway_keeps_the_last_success_across_a_failed_run() {
 #[test]
 fn a_gateway_that_is_down_costs_a_warning_and_never_the_status() {
     // A port nobody listens on: the connection is refused at once.
-    let port = {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-        l.local_addr().expect("addr").port()
-    };
-    let url = format!("http://pusher:s3cret-pw@127.0.0.1:{port}");
+    let url = format!("http://pusher:s3cret-pw@127.0.0.1:{}", free_port());
     for (code, script) in [(0, "exit 0"), (3, "exit 3")] {
         let out = retry_sh(&["--max", "1", "--metrics-push", &url], script).run();
         out.expect_code(code);

@@ -8,12 +8,40 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 
 use super::{Answer, Recorder};
-use crate::util::{path_str, retry, retry_sh, scratch, wait_for_file};
+use crate::util::{free_port, path_str, retry, retry_sh, scratch, wait_for_file, wait_for_port};
 
 const CHECK: &str = "/ping/0f3c9a2e-secret-uuid";
 
 fn ok() -> Recorder {
     Recorder::start(|_, _| Answer::Status(200))
+}
+
+/// An endpoint that never answers the start ping (`on_start`), or never
+/// answers any other ping (`!on_start`); the rest get a 200.
+fn hanging(on_start: bool) -> Recorder {
+    Recorder::start(move |seen, _| {
+        if seen.path.ends_with("/start") == on_start {
+            Answer::Hang
+        } else {
+            Answer::Status(200)
+        }
+    })
+}
+
+/// `retry --ping URL -- sh -c 'touch MARKER<rest>'`, spawned; with the
+/// scratch directory (keep it alive) and the marker's path.
+fn touch_then(
+    hb: &Recorder,
+    rest: &str,
+) -> (crate::util::Running, tempfile::TempDir, std::path::PathBuf) {
+    let dir = scratch();
+    let marker = dir.path().join("touched");
+    let running = retry_sh(
+        &["--ping", &hb.url(CHECK)],
+        &format!("touch {}{rest}", path_str(&marker)),
+    )
+    .spawn();
+    (running, dir, marker)
 }
 
 #[test]
@@ -155,13 +183,7 @@ fn a_refusal_by_the_breaker_sends_75() {
 #[test]
 fn a_run_ended_by_sigterm_pings_143() {
     let hb = ok();
-    let dir = scratch();
-    let marker = dir.path().join("started");
-    let running = retry_sh(
-        &["--ping", &hb.url(CHECK)],
-        &format!("touch {}; exec sleep 30", path_str(&marker)),
-    )
-    .spawn();
+    let (running, _dir, marker) = touch_then(&hb, "; exec sleep 30");
     wait_for_file(&marker, Duration::from_secs(20));
     running.signal(Signal::SIGTERM);
     running.wait().expect_code(143);
@@ -207,13 +229,7 @@ fn a_ping_refused_for_good_is_not_tried_again() {
 #[test]
 fn a_monitor_that_hangs_is_bounded_and_never_changes_the_status() {
     // The start ping is answered; the final one never is.
-    let hb = Recorder::start(|seen, _| {
-        if seen.path.ends_with("/start") {
-            Answer::Status(200)
-        } else {
-            Answer::Hang
-        }
-    });
+    let hb = hanging(false);
     let out = retry_sh(&["--max", "1", "--ping", &hb.url(CHECK)], "exit 5").run();
     out.expect_code(5);
     // Three tries of 3 s with pauses: 10.5 s at most.
@@ -236,28 +252,14 @@ fn a_monitor_that_hangs_is_bounded_and_never_changes_the_status() {
 
 #[test]
 fn a_second_signal_cuts_the_reporting_short() {
-    let hb = Recorder::start(|seen, _| {
-        if seen.path.ends_with("/start") {
-            Answer::Status(200)
-        } else {
-            Answer::Hang
-        }
-    });
-    let dir = scratch();
-    let marker = dir.path().join("started");
-    let running = retry_sh(
-        &["--ping", &hb.url(CHECK)],
-        &format!("touch {}; exec sleep 30", path_str(&marker)),
-    )
-    .spawn();
+    let hb = hanging(false);
+    let (running, _dir, marker) = touch_then(&hb, "; exec sleep 30");
     wait_for_file(&marker, Duration::from_secs(20));
     running.signal(Signal::SIGINT);
     // The final ping is under way (and hangs): a second signal ends it.
-    let until = std::time::Instant::now() + Duration::from_secs(20);
-    while !hb.lines().iter().any(|l| l.ends_with("/130")) {
-        assert!(std::time::Instant::now() < until, "{:?}", hb.lines());
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    hb.wait_until("no final ping", |lines| {
+        lines.iter().any(|l| l.ends_with("/130"))
+    });
     let second = std::time::Instant::now();
     running.signal(Signal::SIGINT);
     let out = running.wait();
@@ -354,21 +356,9 @@ fn http_mode_pings_and_names_its_job_http() {
 
 #[test]
 fn a_start_ping_that_hangs_holds_the_command_a_second_at_most() {
-    let hb = Recorder::start(|seen, _| {
-        if seen.path.ends_with("/start") {
-            Answer::Hang
-        } else {
-            Answer::Status(200)
-        }
-    });
-    let dir = scratch();
-    let marker = dir.path().join("started");
+    let hb = hanging(true);
     let begun = std::time::Instant::now();
-    let running = retry_sh(
-        &["--ping", &hb.url(CHECK)],
-        &format!("touch {}", path_str(&marker)),
-    )
-    .spawn();
+    let (running, _dir, marker) = touch_then(&hb, "");
     wait_for_file(&marker, Duration::from_secs(30));
     // Synchronous, the start ping's three tries would take 10 s first.
     assert!(
@@ -392,25 +382,9 @@ fn a_start_ping_that_hangs_holds_the_command_a_second_at_most() {
 
 #[test]
 fn sigterm_while_the_start_ping_is_awaited_runs_nothing_and_pings_143() {
-    let hb = Recorder::start(|seen, _| {
-        if seen.path.ends_with("/start") {
-            Answer::Hang
-        } else {
-            Answer::Status(200)
-        }
-    });
-    let dir = scratch();
-    let marker = dir.path().join("ran");
-    let running = retry_sh(
-        &["--ping", &hb.url(CHECK)],
-        &format!("touch {}", path_str(&marker)),
-    )
-    .spawn();
-    let until = std::time::Instant::now() + Duration::from_secs(20);
-    while hb.seen().is_empty() {
-        assert!(std::time::Instant::now() < until, "no start ping");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let hb = hanging(true);
+    let (running, _dir, marker) = touch_then(&hb, "");
+    hb.wait_until("no start ping", |lines| !lines.is_empty());
     running.signal(Signal::SIGTERM);
     let out = running.wait();
     out.expect_code(143);
@@ -425,42 +399,26 @@ fn sigterm_while_the_start_ping_is_awaited_runs_nothing_and_pings_143() {
 fn pings_over_tls_trust_the_system_roots_or_ssl_cert_file() {
     // A CA and a certificate it signed for 127.0.0.1, served by openssl's
     // own test server (scripts/test.sh installs openssl).
-    let dir = scratch();
-    let make = "set -e
-        k='-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes'
-        openssl req -x509 $k -keyout ca.key -out ca.pem -days 2 -subj '/CN=test CA' \
-            -addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign
-        openssl req $k -keyout s.key -out s.csr -subj /CN=127.0.0.1
-        printf 'subjectAltName=IP:127.0.0.1\\nextendedKeyUsage=serverAuth\\n' > ext.cnf
-        openssl x509 -req -in s.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out s.pem \
-            -days 2 -extfile ext.cnf";
-    let made = std::process::Command::new("sh")
-        .args(["-c", make])
-        .current_dir(dir.path())
-        .output()
-        .expect("sh runs");
-    assert!(
-        made.status.success(),
-        "{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
-    let port = super::free_port();
+    let pki = crate::pki::Pki::new();
+    let port = free_port();
     let mut server = std::process::Command::new("openssl")
         .args([
-            "s_server", "-quiet", "-www", "-cert", "s.pem", "-key", "s.key",
+            "s_server",
+            "-quiet",
+            "-www",
+            "-cert",
+            "server.pem",
+            "-key",
+            "server.key",
         ])
         .args(["-accept", &format!("127.0.0.1:{port}")])
-        .current_dir(dir.path())
+        .current_dir(pki.dir.path())
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("openssl s_server runs");
-    let until = std::time::Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(std::time::Instant::now() < until, "s_server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_port(port, Duration::from_secs(20), "s_server");
     let url = format!("https://127.0.0.1:{port}/0f3c9a2e-secret-uuid");
 
     let untrusted = retry(["--ping", &url, "--", "true"]).run();
@@ -475,7 +433,7 @@ fn pings_over_tls_trust_the_system_roots_or_ssl_cert_file() {
     assert!(!err.contains("secret-uuid"), "{err}");
 
     let trusted = retry(["-v", "--ping", &url, "--", "true"])
-        .env("SSL_CERT_FILE", dir.path().join("ca.pem"))
+        .env("SSL_CERT_FILE", pki.path("ca.pem"))
         .run();
     let _ = server.kill();
     let _ = server.wait();

@@ -16,12 +16,6 @@ mod heartbeat;
 mod textfile;
 mod usage;
 
-/// A port on 127.0.0.1 that was free a moment ago.
-fn free_port() -> u16 {
-    let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
-
 /// A server binary from a Debian package, started on 127.0.0.1; killed
 /// when dropped.
 struct Daemon {
@@ -34,7 +28,7 @@ impl Daemon {
     /// port) and waits until `path` answers.
     fn start(program: &str, package: &str, args: &[&str], path: &str) -> Daemon {
         for _ in 0..5 {
-            let port = free_port();
+            let port = crate::util::free_port();
             let args: Vec<String> = args
                 .iter()
                 .map(|a| a.replace("{port}", &port.to_string()))
@@ -187,6 +181,16 @@ impl Recorder {
             .iter()
             .map(|s| format!("{} {}", s.method, s.path))
             .collect()
+    }
+
+    /// Waits (20 s at most, else fails naming `what`) until the requests
+    /// seen so far satisfy `done`.
+    fn wait_until(&self, what: &str, done: impl Fn(&[String]) -> bool) {
+        let until = Instant::now() + Duration::from_secs(20);
+        while !done(&self.lines()) {
+            assert!(Instant::now() < until, "{what}: {:?}", self.lines());
+            thread::sleep(Duration::from_millis(10));
+        }
     }
 }
 

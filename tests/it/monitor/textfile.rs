@@ -9,7 +9,7 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 
 use super::{Daemon, epoch_now, metrics_dir, promtool, read, sample};
-use crate::util::{path_str, retry, retry_sh, scratch, wait_for_file};
+use crate::util::{free_port, path_str, retry, retry_sh, scratch, wait_for_file};
 
 const JOB: &str = "{instance=\"db-1\",job=\"backup\"}";
 
@@ -346,11 +346,7 @@ fn a_run_the_state_store_stops_before_it_begins_is_reported_too() {
     let file = dir.path().join("s.prom");
     let hb = super::Recorder::start(|_, _| super::Answer::Status(200));
     // A Redis store nobody listens on, required: 125 before the first attempt.
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        l.local_addr().expect("addr").port()
-    };
-    let url = format!("redis://127.0.0.1:{port}/0");
+    let url = format!("redis://127.0.0.1:{}/0", free_port());
     let args = [
         "--group",
         "g",

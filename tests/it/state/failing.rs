@@ -5,8 +5,25 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::Duration;
 
-use super::{Redis, Store, budget_count, free_port};
-use crate::util::{path_str, retry, retry_sh, scratch};
+use super::{Redis, Store, budget_count, epoch_secs};
+use crate::util::{Outcome, free_port, path_str, retry, retry_sh, scratch};
+
+/// `retry --group g --state STATE --budget --state-required -- sh -c SCRIPT`:
+/// a run that may not go ahead without the store.
+fn required(state: &str, script: &str) -> Outcome {
+    retry_sh(
+        &[
+            "--group",
+            "g",
+            "--state",
+            state,
+            "--budget",
+            "--state-required",
+        ],
+        script,
+    )
+    .run()
+}
 
 // ---- failing open, failing closed ----
 
@@ -49,15 +66,7 @@ fn state_required_exits_125_without_running() {
     let dir = scratch();
     let ran = dir.path().join("ran");
     let url = format!("redis://:hunter2@127.0.0.1:{}/0", free_port());
-    let args = [
-        "--group",
-        "g",
-        "--state",
-        &url,
-        "--budget",
-        "--state-required",
-    ];
-    let out = retry_sh(&args, &format!("touch '{}'", path_str(&ran))).run();
+    let out = required(&url, &format!("touch '{}'", path_str(&ran)));
     out.expect_code(125);
     assert!(!ran.exists());
     let err = out.stderr_text();
@@ -76,18 +85,7 @@ fn state_required_exits_125_without_running() {
 fn a_wrong_redis_password_is_reported_but_never_printed() {
     let redis = Redis::tcp_with_password("right-secret");
     let url = redis.url.replace("redis://", "redis://:wrong-secret@");
-    let out = retry_sh(
-        &[
-            "--group",
-            "g",
-            "--state",
-            &url,
-            "--budget",
-            "--state-required",
-        ],
-        "exit 0",
-    )
-    .run();
+    let out = required(&url, "exit 0");
     out.expect_code(125);
     let err = out.stderr_text();
     assert!(
@@ -96,19 +94,7 @@ fn a_wrong_redis_password_is_reported_but_never_printed() {
     );
     // With the right one, it works.
     let url = redis.url.replace("redis://", "redis://:right-secret@");
-    retry_sh(
-        &[
-            "--group",
-            "g",
-            "--state",
-            &url,
-            "--budget",
-            "--state-required",
-        ],
-        "exit 0",
-    )
-    .run()
-    .expect_code(0);
+    required(&url, "exit 0").expect_code(0);
     let out = retry(["--group", "g", "--state", &url, "--state-show"]).run();
     out.expect_code(0);
     assert!(out.stdout_text().contains(":***@127.0.0.1"));
@@ -346,18 +332,7 @@ fn state_required_exits_125_before_the_command_runs() {
     let _held = hold_lock(&s, "g");
     let t = scratch();
     let ran = t.path().join("ran");
-    let out = retry_sh(
-        &[
-            "--group",
-            "g",
-            "--state",
-            &s,
-            "--budget",
-            "--state-required",
-        ],
-        &format!("touch '{}'", path_str(&ran)),
-    )
-    .run();
+    let out = required(&s, &format!("touch '{}'", path_str(&ran)));
     out.expect_code(125);
     assert!(!ran.exists(), "the command ran");
 }
@@ -479,12 +454,7 @@ fn a_stopped_lock_holder_leaves_the_fleet_paced_and_the_store_is_tried_again() {
     release.join().expect("release");
     let mut starts: Vec<f64> = events(&logs, "attempt_start")
         .filter(|e| e["attempt"].as_u64() > Some(1))
-        .map(|e| {
-            let t = humantime::parse_rfc3339(e["time"].as_str().expect("time")).expect("rfc3339");
-            t.duration_since(std::time::UNIX_EPOCH)
-                .expect("after epoch")
-                .as_secs_f64()
-        })
+        .map(epoch_secs)
         .collect();
     assert_eq!(starts.len(), n * 29);
     starts.sort_by(f64::total_cmp);

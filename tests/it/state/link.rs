@@ -5,10 +5,10 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::{Redis, redis_cmd, show_at};
-use crate::util::{bin, path_str, retry, retry_sh, scratch};
+use crate::util::{Outcome, bin, path_str, retry, retry_sh, scratch, wait_for_file};
 
 #[test]
 fn unix_socket_passwords_are_never_printed_nor_handed_on() {
@@ -163,78 +163,64 @@ fn budget_and_breaker(redis: &Redis, group: &str) -> (String, String) {
     (line("budget:"), line("breaker:"))
 }
 
+/// `--group GROUP --state URL --budget --breaker`, two attempts `base` apart.
+fn two_attempts<'a>(group: &'a str, url: &'a str, base: &'a str) -> [&'a str; 12] {
+    [
+        "--group",
+        group,
+        "--state",
+        url,
+        "--budget",
+        "--breaker",
+        "--max",
+        "2",
+        "--base",
+        base,
+        "--jitter",
+        "none",
+    ]
+}
+
+/// One run of `group` failed (exit 1) without a warning: the store saw it,
+/// two budget tokens spent and one failed run on the breaker.
+#[track_caller]
+fn assert_one_failed_run(redis: &Redis, group: &str, out: &Outcome) {
+    out.expect_code(1);
+    assert!(
+        !out.stderr_text().contains("warning"),
+        "{}",
+        out.stderr_text()
+    );
+    let (budget, breaker) = budget_and_breaker(redis, group);
+    assert!(budget.contains("98 of 100"), "{budget}");
+    assert!(
+        breaker.contains("closed (1 consecutive failed runs"),
+        "{breaker}"
+    );
+}
+
 #[test]
 fn a_connection_the_server_dropped_is_made_again() {
     // The server closes connections idle for a second, as proxies and
     // managed Redis services do; the backoff is longer than that.
     let mut redis = Redis::unix_with(&["--timeout", "1"]);
-    let args = [
-        "--group",
-        "idle",
-        "--state",
-        &redis.url,
-        "--budget",
-        "--breaker",
-        "--max",
-        "2",
-        "--base",
-        "2500ms",
-        "--jitter",
-        "none",
-    ];
-    let out = retry_sh(&args, "exit 1").run();
-    out.expect_code(1);
-    assert!(
-        !out.stderr_text().contains("warning"),
-        "{}",
-        out.stderr_text()
-    );
-    let (budget, breaker) = budget_and_breaker(&redis, "idle");
-    assert!(budget.contains("98 of 100"), "{budget}");
-    assert!(
-        breaker.contains("closed (1 consecutive failed runs"),
-        "{breaker}"
-    );
+    let out = retry_sh(&two_attempts("idle", &redis.url, "2500ms"), "exit 1").run();
+    assert_one_failed_run(&redis, "idle", &out);
 
     // The server restarts during the backoff.
     let t = scratch();
     let started = t.path().join("started");
-    let args = [
-        "--group",
-        "restart",
-        "--state",
-        &redis.url,
-        "--budget",
-        "--breaker",
-        "--max",
-        "2",
-        "--base",
-        "3s",
-        "--jitter",
-        "none",
-    ];
-    let running = retry_sh(&args, &format!("touch '{}'; exit 1", path_str(&started))).spawn();
-    let until = Instant::now() + Duration::from_secs(20);
-    while !started.exists() {
-        assert!(Instant::now() < until, "the first attempt never started");
-        thread::sleep(Duration::from_millis(20));
-    }
+    let running = retry_sh(
+        &two_attempts("restart", &redis.url, "3s"),
+        &format!("touch '{}'; exit 1", path_str(&started)),
+    )
+    .spawn();
+    wait_for_file(&started, Duration::from_secs(20));
     // Let the first outcome be recorded, then restart the server.
     thread::sleep(Duration::from_millis(500));
     redis.restart();
     let out = running.wait();
-    out.expect_code(1);
-    assert!(
-        !out.stderr_text().contains("warning"),
-        "{}",
-        out.stderr_text()
-    );
-    let (budget, breaker) = budget_and_breaker(&redis, "restart");
-    assert!(budget.contains("98 of 100"), "{budget}");
-    assert!(
-        breaker.contains("closed (1 consecutive failed runs"),
-        "{breaker}"
-    );
+    assert_one_failed_run(&redis, "restart", &out);
 }
 
 /// Keeps a real server busy for `secs` (DEBUG SLEEP), from a thread.

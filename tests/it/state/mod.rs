@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::util::{command, path_str, retry, scratch};
+use crate::util::{command, free_port, path_str, retry, scratch, wait_for_port};
 
 mod failing;
 mod hostile;
@@ -107,68 +107,8 @@ impl Redis {
     /// TLS only, on 127.0.0.1, with a certificate from a throwaway CA;
     /// returns the server and the CA file to trust.
     fn tls() -> (Redis, PathBuf) {
-        let dir = scratch();
+        let dir = crate::pki::Pki::new().dir;
         let d = dir.path();
-        let openssl = |args: &[&str]| {
-            let ok = Command::new("openssl")
-                .args(args)
-                .current_dir(d)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .expect("openssl must be installed (scripts/test.sh installs it)")
-                .success();
-            assert!(ok, "openssl {args:?}");
-        };
-        openssl(&[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=retry test CA",
-        ]);
-        openssl(&[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "srv.key",
-            "-out",
-            "srv.csr",
-            "-subj",
-            "/CN=127.0.0.1",
-        ]);
-        std::fs::write(
-            d.join("ext"),
-            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n",
-        )
-        .expect("ext");
-        openssl(&[
-            "x509",
-            "-req",
-            "-in",
-            "srv.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "srv.pem",
-            "-days",
-            "2",
-            "-extfile",
-            "ext",
-        ]);
         let port = free_port();
         let p = port.to_string();
         let f = |n: &str| path_str(&d.join(n));
@@ -182,9 +122,9 @@ impl Redis {
                 "--bind",
                 "127.0.0.1",
                 "--tls-cert-file",
-                &f("srv.pem"),
+                &f("server.pem"),
                 "--tls-key-file",
-                &f("srv.key"),
+                &f("server.key"),
                 "--tls-ca-cert-file",
                 &f("ca.pem"),
                 "--tls-auth-clients",
@@ -199,11 +139,7 @@ impl Redis {
             _dir: dir,
         };
         // Ready once the port accepts connections (a TLS handshake is the client's job).
-        let until = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < until, "redis-server (TLS) did not start");
-            thread::sleep(Duration::from_millis(20));
-        }
+        wait_for_port(port, Duration::from_secs(10), "redis-server (TLS)");
         (redis, ca)
     }
 
@@ -294,12 +230,6 @@ fn unix_server(dir: &Path, sock: &Path, extra: &[String]) -> Child {
     server(dir, &args)
 }
 
-/// A 127.0.0.1 port nothing listens on (bound, then released).
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
-}
-
 /// The two stores under test: a fresh directory, or a fresh Redis server.
 enum Store {
     Dir(tempfile::TempDir),
@@ -333,6 +263,12 @@ fn show_at(s: &str, group: &str, extra: &[&str]) -> String {
     let out = retry(args).run();
     out.expect_code(0);
     out.stdout_text()
+}
+
+/// `--group GROUP --state STATE RULE SPEC --max 1`: runs of one attempt
+/// under one shared rule.
+fn one_attempt<'a>(group: &'a str, state: &'a str, rule: &'a str, spec: &'a str) -> [&'a str; 8] {
+    ["--group", group, "--state", state, rule, spec, "--max", "1"]
 }
 
 /// The budget count `--state-show` reports.
@@ -393,6 +329,14 @@ fn events<'a>(
     logs.iter()
         .flat_map(|(_, l)| l.iter())
         .filter(move |e| e["event"] == kind)
+}
+
+/// A log event's `time`, in seconds since the epoch.
+fn epoch_secs(event: &serde_json::Value) -> f64 {
+    let t = humantime::parse_rfc3339(event["time"].as_str().expect("time")).expect("rfc3339");
+    t.duration_since(std::time::UNIX_EPOCH)
+        .expect("after epoch")
+        .as_secs_f64()
 }
 
 fn strings(v: &[&str]) -> Vec<String> {

@@ -4,7 +4,7 @@ use std::path::Path;
 use std::thread;
 use std::time::Duration;
 
-use super::{Redis, Store, budget_count, events, herd, show, strings};
+use super::{Redis, Store, budget_count, epoch_secs, events, herd, one_attempt, show, strings};
 use crate::util::{path_str, retry, retry_sh, scratch};
 
 // ---- budget: no lost update with 200 concurrent invocations ----
@@ -101,12 +101,7 @@ fn pace_spaces_retries(store: Store) {
     let logs = herd(n, &args, script, dir.path());
     let mut starts: Vec<f64> = events(&logs, "attempt_start")
         .filter(|e| e["attempt"] == 2)
-        .map(|e| {
-            let t = humantime::parse_rfc3339(e["time"].as_str().expect("time")).expect("rfc3339");
-            t.duration_since(std::time::UNIX_EPOCH)
-                .expect("after epoch")
-                .as_secs_f64()
-        })
+        .map(epoch_secs)
         .collect();
     assert_eq!(starts.len(), n, "every run retried once");
     starts.sort_by(f64::total_cmp);
@@ -199,16 +194,7 @@ fn breaker_cycle(store: Store) {
     let s = store.arg();
     let ran = dir.path().join("ran");
     let r = path_str(&ran);
-    let args = [
-        "--group",
-        "flaky",
-        "--state",
-        &s,
-        "--breaker",
-        "3:1500ms",
-        "--max",
-        "1",
-    ];
+    let args = one_attempt("flaky", &s, "--breaker", "3:1500ms");
     for _ in 0..3 {
         retry_sh(&args, "exit 1").run().expect_code(1);
     }
@@ -259,16 +245,7 @@ fn breaker_opens_refuses_and_lets_one_trial_through_redis() {
 fn a_failed_trial_reopens_the_circuit() {
     let store = Store::redis();
     let s = store.arg();
-    let args = [
-        "--group",
-        "g",
-        "--state",
-        &s,
-        "--breaker",
-        "1:500ms",
-        "--max",
-        "1",
-    ];
+    let args = one_attempt("g", &s, "--breaker", "1:500ms");
     retry_sh(&args, "exit 1").run().expect_code(1);
     retry_sh(&args, "exit 0").run().expect_code(75);
     thread::sleep(Duration::from_millis(600));

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::{Redis, Store, budget_count, show, show_at};
+use super::{Redis, Store, budget_count, one_attempt, show, show_at};
 use crate::util::{path_str, retry_sh, scratch};
 
 #[test]
@@ -141,16 +141,7 @@ fn a_groups_state_stored_in_redis_by_an_earlier_version_is_read_as_it_was() {
 fn a_budget_ratio_is_truncated_to_three_decimals() {
     let store = Store::local();
     let s = store.arg();
-    let args = [
-        "--group",
-        "g",
-        "--state",
-        &s,
-        "--budget",
-        "10:0.5466",
-        "--max",
-        "1",
-    ];
+    let args = one_attempt("g", &s, "--budget", "10:0.5466");
     retry_sh(&args, "exit 1").run().expect_code(1);
     retry_sh(&args, "exit 0").run().expect_code(0);
     // 10 - 1 + 0.546, as gRPC reads a ratio of 0.5466.
@@ -183,16 +174,7 @@ fn a_killed_trial_gives_way_after_its_own_max_time() {
     let s = store.arg();
     let t = scratch();
     let started = t.path().join("started");
-    let breaker = [
-        "--group",
-        "g",
-        "--state",
-        &s,
-        "--breaker",
-        "1:200ms",
-        "--max",
-        "1",
-    ];
+    let breaker = one_attempt("g", &s, "--breaker", "1:200ms");
     retry_sh(&breaker, "exit 1").run().expect_code(1);
     thread::sleep(Duration::from_millis(300));
     // The trial, with --max-time 1.2s, is killed before it can report.
