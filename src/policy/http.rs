@@ -29,27 +29,34 @@ fn is_idempotent(m: &Method) -> bool {
     )
 }
 
+/// The flags that mean something only in HTTP mode (`--connect-timeout`
+/// also serves `--tcp`), and whether each was given.
+pub(super) fn http_only(args: &HttpArgs) -> [(&'static str, bool); 14] {
+    [
+        ("--method", args.method.is_some()),
+        ("--header", !args.headers.is_empty()),
+        ("--data", !args.data.is_empty()),
+        ("--data-binary", !args.data_binary.is_empty()),
+        ("--max-redirs", args.max_redirs.is_some()),
+        ("--json", args.json.is_some()),
+        ("--retry-after-max", args.retry_after_max.is_some()),
+        ("--cacert", args.cacert.is_some()),
+        ("--insecure", args.insecure),
+        ("--output", args.output.is_some()),
+        ("--expect", args.expect.is_some()),
+        ("--retry-status", args.retry_status.is_some()),
+        ("--idempotency-key", args.idempotency_key.is_some()),
+        ("--retry-non-idempotent", args.retry_non_idempotent),
+    ]
+}
+
 /// Validate the HTTP flags. `Ok(None)` when `--http` was not given (and no
 /// HTTP-only flag either).
 pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, UsageError> {
     let Some(raw_url) = &args.url else {
-        let stray = [
-            ("--method", args.method.is_some()),
-            ("--header", !args.headers.is_empty()),
-            ("--data", !args.data.is_empty()),
-            ("--data-binary", !args.data_binary.is_empty()),
-            ("--max-redirs", args.max_redirs.is_some()),
-            ("--json", args.json.is_some()),
-            ("--connect-timeout", args.connect_timeout.is_some()),
-            ("--retry-after-max", args.retry_after_max.is_some()),
-            ("--cacert", args.cacert.is_some()),
-            ("--insecure", args.insecure),
-            ("--output", args.output.is_some()),
-            ("--expect", args.expect.is_some()),
-            ("--retry-status", args.retry_status.is_some()),
-            ("--idempotency-key", args.idempotency_key.is_some()),
-            ("--retry-non-idempotent", args.retry_non_idempotent),
-        ];
+        let stray = http_only(args)
+            .into_iter()
+            .chain([("--connect-timeout", args.connect_timeout.is_some())]);
         refuse_given(stray, |flag| {
             format!("{flag} applies only to HTTP mode: add --http URL")
         })?;

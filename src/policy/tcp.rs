@@ -76,22 +76,7 @@ fn exclusive(cli: &Cli) -> Result<(), UsageError> {
             "--tcp and --http are mutually exclusive: give one or the other".to_string(),
         ));
     }
-    let h = &cli.http;
-    let http_only = [
-        ("--method", h.method.is_some()),
-        ("--header", !h.headers.is_empty()),
-        ("--data", !h.data.is_empty()),
-        ("--json", h.json.is_some()),
-        ("--retry-after-max", h.retry_after_max.is_some()),
-        ("--cacert", h.cacert.is_some()),
-        ("--insecure", h.insecure),
-        ("--output", h.output.is_some()),
-        ("--expect", h.expect.is_some()),
-        ("--retry-status", h.retry_status.is_some()),
-        ("--idempotency-key", h.idempotency_key.is_some()),
-        ("--retry-non-idempotent", h.retry_non_idempotent),
-    ];
-    refuse_given(http_only, |flag| {
+    refuse_given(super::http::http_only(&cli.http), |flag| {
         format!("{flag} applies only to HTTP mode, not to --tcp")
     })?;
     refuse_given(super::process::exit_code_flags(cli), |flag| {

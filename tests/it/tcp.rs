@@ -347,6 +347,30 @@ fn bad_targets_and_mixed_modes_are_usage_errors() {
             out.stderr_text()
         );
     }
+    // Every flag that means something only to HTTP mode is refused by name.
+    for http_only in [
+        &["--method", "GET"][..],
+        &["--header", "a: b"],
+        &["--data", "x"],
+        &["--data-binary", "x"],
+        &["--max-redirs", "3"],
+        &["--json", "{}"],
+        &["--retry-after-max", "1s"],
+        &["--cacert", "./ca.pem"],
+        &["--insecure"],
+        &["--output", "./out"],
+        &["--expect", "200"],
+        &["--retry-status", "5xx"],
+        &["--idempotency-key", "auto"],
+        &["--retry-non-idempotent"],
+    ] {
+        let mut all = vec!["--tcp", "127.0.0.1:9"];
+        all.extend_from_slice(http_only);
+        let out = retry(&all).run();
+        out.expect_code(2);
+        let want = format!("{} applies only to HTTP mode, not to --tcp", http_only[0]);
+        assert!(out.stderr_text().contains(&want), "{}", out.stderr_text());
+    }
     // --connect-timeout is TCP mode's as much as HTTP mode's.
     let out = retry(["--tcp", "127.0.0.1:9", "--connect-timeout", "0"]).run();
     out.expect_code(2);
