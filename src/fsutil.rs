@@ -601,6 +601,19 @@ fn link_is_safe(dir: &FileStat, link: &FileStat) -> bool {
 pub fn resolve(path: &Path, rule: Rule) -> Result<Target, ResolveError> {
     let mut path = path.to_path_buf();
     for _ in 0..MAX_LINKS {
+        // `DIR/` and `DIR/.` name a directory (for the shell, curl and the
+        // kernel alike), though `components` would drop the ending and
+        // leave `DIR` itself to be written as a file.
+        let bytes = path.as_os_str().as_bytes();
+        if bytes.ends_with(b"/") || bytes.ends_with(b"/.") {
+            return Err(ResolveError::Io(
+                path,
+                io::Error::new(
+                    io::ErrorKind::IsADirectory,
+                    "ends in '/', so names a directory",
+                ),
+            ));
+        }
         let (parent, name) = split(&path).map_err(|e| ResolveError::Io(path.clone(), e))?;
         let dir_path = parent
             .filter(|p| !p.as_os_str().is_empty())

@@ -182,6 +182,32 @@ fn output_errors_name_the_target_only() {
     );
 }
 
+/// `-o DIR/` (a trailing slash) names a directory, as the shell and curl
+/// read it: a usage error, whether DIR exists or not, and never a file
+/// written at DIR itself (or over a file there).
+#[test]
+fn an_output_ending_in_a_slash_is_refused() {
+    let s = Server::start(vec![reply(200).body("x")]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("plain"), "previous").expect("write");
+    for name in ["new/", "new/.", "plain/"] {
+        let path = format!("{}/{name}", dir.path().display());
+        let r = retry(&["--http", &s.url, "-o", &path]);
+        assert_eq!(r.code, 2, "{name}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("--output") && r.stderr.lines().count() == 1,
+            "{name}: {}",
+            r.stderr
+        );
+        assert_eq!(listing(dir.path()), ["plain"], "{name}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("plain")).expect("read"),
+        "previous"
+    );
+    assert_eq!(s.hits(), 0);
+}
+
 // ---- resuming ------------------------------------------------------------------
 
 fn range_of(seen: &Seen) -> Option<u64> {
