@@ -1,7 +1,9 @@
 //! HTTP attempts: send the `--http` request once and report what came back.
 //!
-//! One client per run, reused by every attempt, so a retry can ride the
-//! connection the previous attempt left open. The client's own retries and
+//! One client per run, used by every attempt, but no connection is kept
+//! for a later request: a connection the server is closing just then (its
+//! keep-alive time out) would fail the request for no fault of the server,
+//! and a POST so failed could not be retried. The client's own retries and
 //! redirects are off: the retry loop alone decides to try again, and
 //! `redirect` decides hop by hop what follows a redirect. An accepted
 //! response's body is streamed as it arrives to its [`Sink`]: stdout, or a
@@ -448,6 +450,9 @@ fn build_client(
         .retry(reqwest::retry::never())
         .user_agent(concat!("retry/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(opts.connect_timeout)
+        // Every request, attempt or redirect hop, on a new connection: see
+        // the module's comment.
+        .pool_max_idle_per_host(0)
         .tls_backend_preconfigured(tls)
         // The URL we came from is nobody else's business.
         .referer(false)

@@ -112,6 +112,56 @@ fn a_post_answered_429_is_retried_as_it_was_not_processed() {
     assert!(s.seen().iter().all(|x| x.body == b"order=1"));
 }
 
+/// Reads one request (head and Content-Length body) from `reader`; false
+/// when the client closed the connection instead.
+fn read_request(reader: &mut BufReader<TcpStream>) -> bool {
+    let mut len = 0;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return false;
+        }
+        if line == "\r\n" {
+            break;
+        }
+        if let Some((k, v)) = line.trim_end().split_once(':')
+            && k.eq_ignore_ascii_case("content-length")
+        {
+            len = v.trim().parse().unwrap_or(0);
+        }
+    }
+    reader.read_exact(&mut vec![0u8; len]).is_ok()
+}
+
+#[test]
+fn each_attempt_gets_a_fresh_connection() {
+    // The first connection answers 429 and stays open, then, like a server
+    // whose keep-alive time ran out just as a request came, closes on the
+    // next request without an answer. An attempt sent on that connection
+    // would fail for a reason that says nothing about the server's health,
+    // and a POST so failed could not be retried. Later connections answer.
+    let first = Arc::new(Mutex::new(true));
+    let s = RawServer::start(move |stream| {
+        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+        let mut stream = stream;
+        if !read_request(&mut reader) {
+            return;
+        }
+        if std::mem::replace(&mut *first.lock().expect("lock"), false) {
+            let _ =
+                stream.write_all(b"HTTP/1.1 429 X\r\nRetry-After: 0\r\nContent-Length: 0\r\n\r\n");
+            let _ = read_request(&mut reader);
+            return;
+        }
+        let _ = stream.write_all(b"HTTP/1.1 201 X\r\nContent-Length: 4\r\n\r\nmade");
+    });
+    let url = format!("http://{}/", s.addr);
+    let r = retry(&["--http", &url, "-d", "order=1", "-n", "3", "-b", "10ms"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout, "made");
+    assert_eq!(s.connections(), 2, "{}", r.stderr);
+}
+
 #[test]
 fn a_post_whose_tls_handshake_was_cut_off_is_retried() {
     // The connection ends during the handshake: the request never left.
