@@ -48,9 +48,15 @@ pub fn failure(e: &reqwest::Error, cacert: bool) -> Status {
     } else {
         NetFailure::Other
     };
+    // A connect timeout's root is the timer's own "deadline has elapsed":
+    // nothing to add, and "deadline" is --max-time's word in the log.
+    let detail = match kind {
+        NetFailure::ConnectTimeout => String::new(),
+        _ => root(e),
+    };
     Status::Net {
         failure: kind,
-        detail: root(e),
+        detail,
     }
 }
 

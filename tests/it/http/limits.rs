@@ -191,3 +191,34 @@ fn an_attempt_stopped_by_max_time_is_a_deadline_in_the_log() {
     );
     assert!(!r.stderr.contains("is not retried"), "{}", r.stderr);
 }
+
+#[test]
+fn a_connect_timeout_is_named_without_the_word_deadline() {
+    // A listener whose queue is full: the kernel drops further SYNs, so the
+    // connect waits until --connect-timeout. "deadline" is --max-time's
+    // word in retry's log: a connect timeout must not borrow it.
+    let socket =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+    let any: std::net::SocketAddr = "127.0.0.1:0".parse().expect("addr");
+    socket.bind(&any.into()).expect("bind");
+    socket.listen(0).expect("listen");
+    let addr = socket
+        .local_addr()
+        .expect("addr")
+        .as_socket()
+        .expect("inet");
+    let mut queued = Vec::new();
+    while let Ok(c) = TcpStream::connect_timeout(&addr, Duration::from_millis(300)) {
+        queued.push(c);
+        assert!(queued.len() < 1000, "the queue never filled");
+    }
+    let url = format!("http://{addr}/");
+    let r = retry(&["--http", &url, "-n", "1", "--connect-timeout", "300ms"]);
+    assert_eq!(r.code, 28, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("connect timed out by --connect-timeout"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("deadline"), "{}", r.stderr);
+}
