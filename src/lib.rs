@@ -117,10 +117,7 @@ fn run_main() -> u8 {
         Mode::Tcp { probe } => return tcp_main(&config, probe, started, seed, &mut rng),
     };
 
-    let mut log = match open_log(&config, started) {
-        Ok(l) => l,
-        Err(code) => return code,
-    };
+    let (mut log, log_failed) = open_log(&config, started);
     let depth = config.nesting.outer_depth.saturating_add(1);
     let process = config.process.clone();
     // Only the log sees this copy: secrets in the arguments become ***.
@@ -134,7 +131,10 @@ fn run_main() -> u8 {
         &shown,
         seed,
         &mut rng,
-        || Ok(ProcessAttempt::new(command, process, depth)),
+        || match log_failed {
+            Some(why) => Err(why),
+            None => Ok(ProcessAttempt::new(command, process, depth)),
+        },
         |finish, _, _| finish.exit_code,
     )
 }
@@ -147,10 +147,7 @@ fn tcp_main(
     seed: u64,
     rng: &mut rng::JitterRng,
 ) -> u8 {
-    let mut log = match open_log(config, started) {
-        Ok(l) => l,
-        Err(code) => return code,
-    };
+    let (mut log, log_failed) = open_log(config, started);
     let shown = probe.display_words();
     let probe = probe.clone();
     drive(
@@ -159,7 +156,10 @@ fn tcp_main(
         &shown,
         seed,
         rng,
-        || Ok(attempt::tcp::TcpAttempt::new(probe)),
+        || match log_failed {
+            Some(why) => Err(why),
+            None => Ok(attempt::tcp::TcpAttempt::new(probe)),
+        },
         |finish, _, _| finish.exit_code,
     )
 }
@@ -445,18 +445,23 @@ fn show_state(config: &Config) -> u8 {
     }
 }
 
-/// The log as configured, or the exit status when `--log-file` cannot be
-/// opened (reported on stderr).
-fn open_log(config: &Config, started: Instant) -> Result<Logger, u8> {
-    Logger::open(&config.log, started).map_err(|e| {
-        let path = config
-            .log
-            .file
-            .as_deref()
-            .unwrap_or(std::path::Path::new("-"));
-        Logger::stderr().error(&format!("cannot open log file {}: {e}", path.display()));
-        exit::INTERNAL
-    })
+/// The log as configured. When `--log-file` cannot be opened: a log on
+/// stderr alone and the error, which `drive` then reports as retry's own
+/// failure before the first attempt (exit 125), so that the metrics and the
+/// heartbeat monitor hear of it too.
+fn open_log(config: &Config, started: Instant) -> (Logger, Option<String>) {
+    match Logger::open(&config.log, started) {
+        Ok(log) => (log, None),
+        Err(e) => {
+            let path = config
+                .log
+                .file
+                .as_deref()
+                .unwrap_or(std::path::Path::new("-"));
+            let why = format!("cannot open log file {}: {e}", path.display());
+            (Logger::stderr(), Some(why))
+        }
+    }
 }
 
 /// The clap command, with an empty configuration variable (say `RETRY_MAX=`)

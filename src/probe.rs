@@ -58,10 +58,7 @@ pub fn main(
         (None, Some(f)) => Sink::Direct(f),
         (None, None) => Sink::Stdout,
     };
-    let mut log = match crate::open_log(config, started) {
-        Ok(l) => l,
-        Err(code) => return code,
-    };
+    let (mut log, log_failed) = crate::open_log(config, started);
     if request.insecure {
         let message = "--insecure: the server's certificate is not verified; \
                        anyone on the path can read and change this exchange";
@@ -87,7 +84,10 @@ pub fn main(
         &shown,
         seed,
         rng,
-        || HttpAttempt::new(request, prepared, expect, idle, config.log.verbosity >= 1),
+        || match log_failed {
+            Some(why) => Err(why),
+            None => HttpAttempt::new(request, prepared, expect, idle, config.log.verbosity >= 1),
+        },
         deliver,
     )
 }

@@ -106,7 +106,7 @@ impl Activity {
         }
     }
 
-    fn touch(&self) {
+    pub fn touch(&self) {
         let nanos = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.last.store(nanos, Ordering::Release);
     }

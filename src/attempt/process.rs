@@ -28,7 +28,7 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use super::children::{Change, count_group, reap, reap_and_check_gone};
 use super::hold::{Held, Spool};
-use super::output::{Plan, Pump};
+use super::output::{Activity, Plan, Pump};
 use super::scan::Patterns;
 use super::spawn::{Spawn, spawn};
 use super::stdin::{StdinSource, capture_stdin};
@@ -312,7 +312,7 @@ impl Attempt for ProcessAttempt {
                 Some(Change::Exited(code)) => break Change::Exited(code),
                 Some(Change::Signaled(sig)) => break Change::Signaled(sig),
                 Some(Change::Stopped(sig)) => {
-                    handed = self.mirror_stop(sig, pid, handed);
+                    handed = self.mirror_stop(sig, pid, handed, activity(&pump));
                 }
                 None => {}
             }
@@ -353,7 +353,7 @@ impl Attempt for ProcessAttempt {
                     }
                 }
                 sig = signals.recv() => {
-                    handed = self.forward(target, sig, handed);
+                    handed = self.forward(target, sig, handed, activity(&pump));
                     if is_terminating(sig) && !matches!(stop, Some((Stop::Interrupt(_), _))) {
                         let since = stop.map_or_else(Instant::now, |(_, since)| since);
                         stop = Some((Stop::Interrupt(sig), since));
@@ -424,7 +424,13 @@ impl Attempt for ProcessAttempt {
 impl ProcessAttempt {
     /// Pass on a signal retry caught; returns whether the attempt still has
     /// the terminal.
-    fn forward(&self, target: Target, sig: Signal, handed: bool) -> bool {
+    fn forward(
+        &self,
+        target: Target,
+        sig: Signal,
+        handed: bool,
+        activity: Option<&Activity>,
+    ) -> bool {
         match (target, sig) {
             // Job control: the child's group is not the terminal's, so a TSTP
             // sent to retry reached only retry. Stop the group, stop retry,
@@ -435,12 +441,14 @@ impl ProcessAttempt {
                     t.take_back_from(pgid);
                 }
                 suspend_self();
+                resumed(activity);
                 self.resume(pgid)
             }
             // In retry's group the terminal already delivered these to the
             // child, and `fg` continues the whole group.
             (Target::Child(_), Signal::SIGTSTP) => {
                 suspend_self();
+                resumed(activity);
                 handed
             }
             (Target::Child(_), Signal::SIGINT | Signal::SIGQUIT) => handed,
@@ -456,7 +464,7 @@ impl ProcessAttempt {
     /// too, as the terminal would have without retry in between, so the
     /// shell sees a stopped job; `fg` or `bg` then continues both. Returns
     /// whether the attempt has the terminal afterwards.
-    fn mirror_stop(&self, sig: i32, pgid: Pid, handed: bool) -> bool {
+    fn mirror_stop(&self, sig: i32, pgid: Pid, handed: bool, activity: Option<&Activity>) -> bool {
         let job_control = matches!(sig, libc::SIGTSTP | libc::SIGTTIN | libc::SIGTTOU);
         // As PID 1 retry cannot be stopped, and a stopped group would only
         // spin; without a terminal nobody asked for job control.
@@ -467,6 +475,7 @@ impl ProcessAttempt {
             t.take_back_from(pgid);
         }
         let _ = killpg(getpgrp(), Signal::SIGSTOP);
+        resumed(activity);
         self.resume(pgid)
     }
 
@@ -627,6 +636,21 @@ fn start_failure(e: &io::Error, program: &OsStr) -> Status {
         Some(libc::E2BIG) => Status::NotExecutable(format!("{name}: argument list too long")),
         Some(libc::ENOEXEC) => Status::NotExecutable(format!("{name}: exec format error")),
         _ => Status::NotExecutable(format!("{name}: {e}")),
+    }
+}
+
+/// The pump's record of the child's last output, when `--idle-timeout`
+/// keeps one.
+fn activity(pump: &Option<Pump>) -> Option<&Activity> {
+    pump.as_ref()?.activity()
+}
+
+/// retry and the attempt were suspended (Ctrl-Z) until `fg` or `bg`: the
+/// time stopped is not the command's silence, so `--idle-timeout` counts
+/// afresh, as HTTP mode's does.
+fn resumed(activity: Option<&Activity>) {
+    if let Some(a) = activity {
+        a.touch();
     }
 }
 

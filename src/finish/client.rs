@@ -10,7 +10,7 @@ use nix::sys::signal::Signal;
 use reqwest::{Client, RequestBuilder};
 
 use super::Ctx;
-use crate::attempt::http::reply::{cause, tls_error};
+use crate::attempt::http::reply::{root, tls_error};
 use crate::attempt::http::tls;
 use crate::signals::{Signals, is_terminating, suspend_self};
 
@@ -148,14 +148,4 @@ fn explain_tls(e: &rustls::Error) -> String {
         "--cacert FILE adds a trust anchor",
         "SSL_CERT_FILE adds trust anchors",
     )
-}
-
-/// The innermost cause: the most specific wording, and never reqwest's
-/// outer message, which repeats the URL.
-fn root(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut cur = e;
-    while let Some(next) = cause(cur) {
-        cur = next;
-    }
-    cur.to_string()
 }

@@ -127,6 +127,29 @@ fn ctrl_z_suspends_the_attempt_and_retry_and_fg_resumes_both() {
 }
 
 #[test]
+fn time_suspended_by_ctrl_z_is_not_idle_time() {
+    let mut t = shell();
+    // It talks within --idle-timeout whenever it runs; Ctrl-Z then keeps it
+    // stopped for longer than that, which is not the command's silence.
+    t.type_keys(
+        b"retry --max 1 --idle-timeout 3s -- sh -c 'echo ready:$((6*7)); sleep 1; echo done:$((6*7))'\n",
+    );
+    let at = t.expect("ready:42", SOON);
+    t.type_keys(b"\x1a");
+    let at = t.expect_after(at, "Stopped", SOON);
+    let at = t.expect_after(at, "$ ", SOON);
+    // Suspended for more than --idle-timeout: a lower bound, whatever the load.
+    std::thread::sleep(Duration::from_secs(4));
+    t.type_keys(b"fg\n");
+    let at = t.expect_after(at, "done:42", SOON);
+    t.type_keys(b"echo status:$?\n");
+    t.expect_after(at, "status:0", SOON);
+    t.type_keys(b"exit\n");
+    let (_, code) = t.wait(SOON);
+    assert_eq!(code, Some(0));
+}
+
+#[test]
 fn in_the_background_retry_leaves_the_terminal_alone_until_fg() {
     let mut t = shell();
     t.type_keys(b"retry --max 1 -- sh -c 'read x; echo got:$x' &\n");

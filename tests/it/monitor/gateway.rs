@@ -153,3 +153,20 @@ fn a_gateway_that_refuses_the_push_says_why_in_one_line() {
         "no grouping label in the body: {body}"
     );
 }
+
+#[test]
+fn a_gateway_or_monitor_that_is_down_is_named_in_plain_words() {
+    // Ports nobody listens on: both connections are refused at once.
+    let push = format!("http://127.0.0.1:{}", free_port());
+    let ping = format!("http://127.0.0.1:{}/check", free_port());
+    let out = retry(["--metrics-push", &push, "--ping", &ping, "--", "true"]).run();
+    out.expect_code(0);
+    let err = out.stderr_text();
+    let warnings: Vec<_> = err.lines().filter(|l| l.contains("warning")).collect();
+    // The push, the start ping and the success ping.
+    assert_eq!(warnings.len(), 3, "{err}");
+    for w in warnings {
+        assert!(w.contains("could not connect: connection refused"), "{err}");
+        assert!(!w.contains("os error"), "{err}");
+    }
+}

@@ -375,3 +375,41 @@ fn a_run_the_state_store_stops_before_it_begins_is_reported_too() {
         Some("GET /check/125")
     );
 }
+
+#[test]
+fn a_log_file_that_cannot_be_opened_is_reported_too() {
+    let dir = metrics_dir();
+    let file = dir.path().join("l.prom");
+    let marker = dir.path().join("ran");
+    let hb = super::Recorder::start(|_, _| super::Answer::Status(200));
+    // The log file's directory does not exist: retry's own failure, 125,
+    // before the first attempt.
+    let log = dir.path().join("missing").join("run.log");
+    let args = [
+        "--log-file",
+        &path_str(&log),
+        "--metrics-file",
+        &path_str(&file),
+        "--ping",
+        &hb.url("/check"),
+    ];
+    let out = retry_sh(&args, &format!("touch {}", path_str(&marker))).run();
+    out.expect_code(125);
+    assert!(
+        out.stderr_text().contains("cannot open log file"),
+        "{}",
+        out.stderr_text()
+    );
+    assert!(!marker.exists(), "the command ran");
+    let text = read(&file);
+    assert_eq!(
+        sample(&text, "retry_last_run_exit_code", "{job=\"sh\"}"),
+        Some(125.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, "retry_last_run_attempts", "{job=\"sh\"}"),
+        Some(0.0)
+    );
+    assert_eq!(hb.lines(), ["GET /check/125"]);
+}
