@@ -24,6 +24,8 @@ use nix::fcntl::{AT_FDCWD, AtFlags, OFlag, openat, readlinkat, renameat};
 use nix::sys::stat::{FileStat, Mode, SFlag, fchmod, fstat, fstatat, mkdirat};
 use nix::unistd::{Gid, Group, Uid, UnlinkatFlags, User, fchown, linkat, unlinkat};
 
+use crate::human::io_error;
+
 /// How far [`resolve`] follows a chain of symbolic links, as the kernel's
 /// own limit for one path.
 const MAX_LINKS: usize = 40;
@@ -391,12 +393,17 @@ pub fn scratch_in_tmpdir() -> Result<File, String> {
     let path = std::env::var_os("TMPDIR")
         .filter(|d| !d.is_empty())
         .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
-    let dir = Dir::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let dir = Dir::open(&path).map_err(|e| format!("{}: {}", path.display(), io_error(&e)))?;
     dir.check(Rule::Output).map_err(|u| {
         format!("the temporary directory {u}; set TMPDIR to a directory of your own")
     })?;
-    dir.scratch_file(0o600)
-        .map_err(|e| format!("cannot create a temporary file in {}: {e}", path.display()))
+    dir.scratch_file(0o600).map_err(|e| {
+        format!(
+            "cannot create a temporary file in {}: {}",
+            path.display(),
+            io_error(&e)
+        )
+    })
 }
 
 impl AsFd for Dir {
@@ -672,7 +679,7 @@ pub enum ResolveError {
 impl fmt::Display for ResolveError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ResolveError::Io(p, e) => write!(f, "{}: {e}", p.display()),
+            ResolveError::Io(p, e) => write!(f, "{}: {}", p.display(), io_error(e)),
             ResolveError::Untrusted(u) => write!(f, "{u}"),
         }
     }

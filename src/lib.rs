@@ -458,7 +458,11 @@ fn open_log(config: &Config, started: Instant) -> (Logger, Option<String>) {
                 .file
                 .as_deref()
                 .unwrap_or(std::path::Path::new("-"));
-            let why = format!("cannot open log file {}: {e}", path.display());
+            let why = format!(
+                "cannot open log file {}: {}",
+                path.display(),
+                crate::human::io_error(&e)
+            );
             (Logger::stderr(), Some(why))
         }
     }

@@ -17,11 +17,11 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
-use crate::attempt::http::{Body, Data, FileSink, HttpAttempt, HttpOptions, Prepared, Sink, plain};
+use crate::attempt::http::{Body, Data, FileSink, HttpAttempt, HttpOptions, Prepared, Sink};
 use crate::event::Event;
 use crate::exit;
 use crate::fsutil::{self, ResolveError, Rule, Target};
-use crate::human::escape_controls;
+use crate::human::{escape_controls, io_error};
 use crate::log::{LogFormat, Logger};
 use crate::policy::{Config, parse_header};
 use crate::run::Finish;
@@ -53,7 +53,7 @@ pub fn main(
         // written there, before anything is sent.
         (Some(t), _) => match FileSink::new(t) {
             Ok(f) => Sink::File(f),
-            Err(e) => return usage(&output_error(&t.path(), &plain(&e))),
+            Err(e) => return usage(&output_error(&t.path(), &io_error(&e))),
         },
         (None, Some(f)) => Sink::Direct(f),
         (None, None) => Sink::Stdout,
@@ -227,14 +227,14 @@ fn output(path: &Path) -> Result<Output, String> {
             .write(true)
             .open(path)
             .map(Output::Direct)
-            .map_err(|e| output_error(path, &plain(&e)));
+            .map_err(|e| output_error(path, &io_error(&e)));
     }
     fsutil::resolve(path, Rule::Output)
         .map(|t| Output::File(Box::new(t)))
         .map_err(|e| match e {
-            ResolveError::Io(p, io) if p == path => output_error(path, &plain(&io)),
+            ResolveError::Io(p, io) if p == path => output_error(path, &io_error(&io)),
             ResolveError::Io(p, io) => {
-                output_error(path, &format!("{}: {}", p.display(), plain(&io)))
+                output_error(path, &format!("{}: {}", p.display(), io_error(&io)))
             }
             ResolveError::Untrusted(u) => output_error(path, &u.to_string()),
         })
@@ -269,7 +269,7 @@ fn read(flag: &str, path: &Path) -> Result<Vec<u8>, String> {
         format!(
             "cannot read {flag} @{}: {}; expected @FILE naming a readable file",
             path.display(),
-            plain(&e)
+            io_error(&e)
         )
     })
 }
@@ -289,7 +289,7 @@ fn certificates(file: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
         format!(
             "cannot read --cacert {}: {}; expected a readable file of PEM certificates",
             file.display(),
-            plain(&e)
+            io_error(&e)
         )
     })?;
     let certs: Vec<_> = CertificateDer::pem_slice_iter(&pem)

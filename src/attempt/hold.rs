@@ -22,6 +22,8 @@ use std::sync::{Arc, Mutex};
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
+use crate::human::io_error;
+
 /// The bytes in front of each record: the stream (1 or 2) and the length
 /// of the bytes that follow (u32, little-endian).
 pub const HEADER: usize = 5;
@@ -121,7 +123,7 @@ impl Spool {
         while at + HEADER as u64 <= state.len {
             let mut head = [0u8; HEADER];
             if let Err(e) = state.file.read_exact_at(&mut head, at) {
-                out.failed = Some(format!("cannot read the held output: {e}"));
+                out.failed = Some(format!("cannot read the held output: {}", io_error(&e)));
                 break;
             }
             let stream = usize::from(head[0]).clamp(1, 2);
@@ -130,7 +132,7 @@ impl Spool {
             while left > 0 {
                 let take = left.min(buf.len() as u64) as usize;
                 if let Err(e) = state.file.read_exact_at(&mut buf[..take], at) {
-                    out.failed = Some(format!("cannot read the held output: {e}"));
+                    out.failed = Some(format!("cannot read the held output: {}", io_error(&e)));
                     return out;
                 }
                 at += take as u64;
@@ -143,7 +145,10 @@ impl Spool {
                     Err(e) => {
                         dead[stream] = true;
                         let name = if stream == 1 { "stdout" } else { "stderr" };
-                        out.failed = Some(format!("cannot write the held output to {name}: {e}"));
+                        out.failed = Some(format!(
+                            "cannot write the held output to {name}: {}",
+                            io_error(&e)
+                        ));
                     }
                 }
             }

@@ -35,7 +35,7 @@ use rustls::pki_types::CertificateDer;
 pub use request::{
     Body, CONNECT_TIMEOUT, Data, HttpOptions, IDLE_TIMEOUT, IdempotencyKey, MAX_REDIRS,
 };
-pub use sink::{FileSink, Sink, plain};
+pub use sink::{FileSink, Sink};
 
 use super::{Attempt, Context, Details};
 use crate::classify::{Limit, NetFailure, Status, StatusSet};

@@ -41,9 +41,10 @@ pub fn check(path: &Path) -> Result<(), String> {
         .map_err(|e| format!("cannot write --metrics-file {}: {e}", path.display()))?;
     target.dir.probe_writable().map_err(|e| {
         format!(
-            "cannot write --metrics-file {}: {}: {e}",
+            "cannot write --metrics-file {}: {}: {}",
             path.display(),
-            target.dir.path().display()
+            target.dir.path().display(),
+            crate::human::io_error(&e)
         )
     })
 }
@@ -52,7 +53,7 @@ pub fn check(path: &Path) -> Result<(), String> {
 fn write(path: &Path, summary: &RunSummary, labels: &[(String, String)]) -> Result<(), String> {
     let target = fsutil::resolve(path, Rule::Output).map_err(|e| e.to_string())?;
     let shown = target.path();
-    let fail = |e: std::io::Error| format!("{}: {e}", shown.display());
+    let fail = |e: std::io::Error| format!("{}: {}", shown.display(), crate::human::io_error(&e));
     // A file that cannot be read (not ours, not a regular file) keeps no
     // times: it is replaced all the same.
     let kept = match target.dir.read_at(&target.name) {

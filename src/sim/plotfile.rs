@@ -83,10 +83,13 @@ pub fn open(path: &Path) -> Result<PlotFile, String> {
             to: To::Direct(file),
         });
     }
-    target
-        .dir
-        .probe_writable()
-        .map_err(|e| bad(format!("{}: {e}", target.dir.path().display())))?;
+    target.dir.probe_writable().map_err(|e| {
+        bad(format!(
+            "{}: {}",
+            target.dir.path().display(),
+            crate::human::io_error(&e)
+        ))
+    })?;
     Ok(PlotFile {
         path: path.to_path_buf(),
         to: To::File(Box::new(target)),

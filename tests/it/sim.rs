@@ -462,7 +462,7 @@ fn a_bad_plot_path_is_refused_before_the_simulation_runs() {
     let err = out.stderr_text();
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("cannot write --plot"), "{err}");
-    assert!(err.contains("No such file or directory"), "{err}");
+    assert!(err.contains("no such file or directory"), "{err}");
     // A directory is no picture file either.
     let out = plot_refused(dir.path());
     assert!(out.stderr_text().contains("is a directory"));

@@ -13,6 +13,7 @@ use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
 
 use crate::fsutil::{Durability, Target, TempFile, new_file_mode};
+use crate::human::io_error;
 
 /// Where an accepted response's body goes.
 pub enum Sink<'t> {
@@ -107,9 +108,9 @@ impl Sink<'_> {
             (Sink::Stdout, _) if e.raw_os_error() == Some(nix::libc::EBADF) => {
                 "stdout is closed".into()
             }
-            (Sink::Stdout, _) => format!("stdout: {}", plain(e)),
-            (Sink::Direct(_), _) => format!("--output: {}", plain(e)),
-            (Sink::File(f), _) => format!("{}: {}", f.target.path().display(), plain(e)),
+            (Sink::Stdout, _) => format!("stdout: {}", io_error(e)),
+            (Sink::Direct(_), _) => format!("--output: {}", io_error(e)),
+            (Sink::File(f), _) => format!("{}: {}", f.target.path().display(), io_error(e)),
         }
     }
 
@@ -132,21 +133,13 @@ impl Sink<'_> {
             }
             None => f.temp.set_mode_and_owner(new_file_mode(), None, None),
         };
-        kept.map_err(|e| format!("cannot set the mode of {}: {}", shown(), plain(&e)))?;
+        kept.map_err(|e| format!("cannot set the mode of {}: {}", shown(), io_error(&e)))?;
         f.temp.persist(&target.name, Durability::Sync).map_err(|e| {
             format!(
                 "cannot move the response body into {}: {}",
                 shown(),
-                plain(&e)
+                io_error(&e)
             )
         })
     }
-}
-
-/// An I/O error's own words, without any path a library added.
-pub fn plain(e: &io::Error) -> String {
-    e.raw_os_error().map_or_else(
-        || e.to_string(),
-        |code| io::Error::from_raw_os_error(code).to_string(),
-    )
 }
