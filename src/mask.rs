@@ -373,7 +373,11 @@ pub fn text(s: &str) -> String {
                     if w.contains("://") {
                         urls_within(w)
                     } else if w.contains('=') {
-                        form(w)
+                        // A closing quote or bracket around the pair (as a
+                        // logged command line quotes a word) is not part of
+                        // the value, and stays.
+                        let pair = w.trim_end_matches(['\'', '"', ')', ']', '}', ',', ';']);
+                        format!("{}{}", form(pair), &w[pair.len()..])
                     } else {
                         w.to_string()
                     }
@@ -721,6 +725,11 @@ mod tests {
         );
         assert_eq!(text("a=1&password=p q"), "a=1&password=*** q");
         assert_eq!(text("Service Unavailable"), "Service Unavailable");
+        // A quoted word of a logged command line keeps its closing quote,
+        // and masking it again changes nothing.
+        assert_eq!(text("sh '--password=hunter2'"), "sh '--password=***'");
+        assert_eq!(text("sh '--password=***'"), "sh '--password=***'");
+        assert_eq!(text("(token=abc)"), "(token=***)");
         assert_eq!(text("\"unterminated"), "\"unterminated");
         assert_eq!(text("{\"token\": \"open"), "{\"token\": \"open");
     }
