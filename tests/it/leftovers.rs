@@ -23,61 +23,45 @@ fn until_sleeping(pids: &[i32]) {
     }
 }
 
-#[test]
-fn after_an_interrupt_a_background_job_that_ignores_sigint_gets_the_stop_signal_at_once() {
-    // A non-interactive shell's background job ignores SIGINT: only the stop
-    // signal (TERM), sent as soon as the main process has gone, ends it.
+/// Run `JOB & exec sleep 300` under retry with `--kill-after grace`; once
+/// the job and the main process both run sleep (so JOB's traps are set),
+/// interrupt retry with SIGINT. Returns the job's pid and how long retry
+/// took to end (with 130) after the interrupt.
+fn interrupted_with_job(grace: &str, job: &str) -> (i32, Duration) {
     let dir = scratch();
     let bg = dir.path().join("bg");
     let main = dir.path().join("main");
-    let running = retry_sh(
-        &["--max", "3", "--kill-after", "12s"],
-        &format!(
-            "sleep 300 & echo $! > {}; echo $$ > {}; exec sleep 300",
-            path_str(&bg),
-            path_str(&main)
-        ),
-    )
-    .spawn();
+    let script = format!(
+        "{job} & echo $! > {}; echo $$ > {}; exec sleep 300",
+        path_str(&bg),
+        path_str(&main)
+    );
+    let running = retry_sh(&["--max", "3", "--kill-after", grace], &script).spawn();
     wait_for_file(&bg, SETTLE);
     wait_for_file(&main, SETTLE);
     let job = read_pid(&bg);
     until_sleeping(&[job, read_pid(&main)]);
     let asked = Instant::now();
     running.signal(Signal::SIGINT);
-    let out = running.wait();
-    out.expect_code(130);
+    running.wait().expect_code(130);
+    (job, asked.elapsed())
+}
+
+#[test]
+fn after_an_interrupt_a_background_job_that_ignores_sigint_gets_the_stop_signal_at_once() {
+    // A non-interactive shell's background job ignores SIGINT: only the stop
+    // signal (TERM), sent as soon as the main process has gone, ends it.
+    let (job, took) = interrupted_with_job("12s", "sleep 300");
     assert!(
-        asked.elapsed() < Duration::from_secs(6),
-        "ended {:?} after the interrupt: the job waited for KILL",
-        asked.elapsed()
+        took < Duration::from_secs(6),
+        "ended {took:?} after the interrupt: the job waited for KILL"
     );
     assert!(gone_within(job, SETTLE), "the background job survived");
 }
 
 #[test]
 fn after_an_interrupt_a_job_that_ignores_every_stop_signal_is_killed_after_the_grace() {
-    let dir = scratch();
-    let bg = dir.path().join("bg");
-    let main = dir.path().join("main");
-    let running = retry_sh(
-        &["--max", "3", "--kill-after", "1s"],
-        &format!(
-            "sh -c 'trap \"\" INT TERM; echo $$ > {}; exec sleep 300' & echo $$ > {}; exec sleep 300",
-            path_str(&bg),
-            path_str(&main)
-        ),
-    )
-    .spawn();
-    wait_for_file(&bg, SETTLE);
-    wait_for_file(&main, SETTLE);
-    let job = read_pid(&bg);
-    until_sleeping(&[job, read_pid(&main)]);
-    let asked = Instant::now();
-    running.signal(Signal::SIGINT);
-    let out = running.wait();
-    out.expect_code(130);
-    let took = asked.elapsed();
+    let (job, took) = interrupted_with_job("1s", "sh -c 'trap \"\" INT TERM; exec sleep 300'");
     assert!(
         took >= Duration::from_millis(900) && took < Duration::from_secs(8),
         "{took:?}"
