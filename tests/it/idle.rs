@@ -4,7 +4,7 @@
 
 use std::io::Read;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::util::{command, gone_within, path_str, read_pid, retry_sh, scratch};
 
@@ -145,17 +145,7 @@ fn a_reader_that_is_slow_does_not_make_the_command_idle() {
     let mut stdout = child.stdout.take().unwrap();
     let mut all = Vec::new();
     stdout.read_to_end(&mut all).unwrap();
-    let started = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "retry kept going"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let status = crate::util::exit_within(&mut child, Duration::from_secs(20));
     let mut err = String::new();
     child
         .stderr

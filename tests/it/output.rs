@@ -229,17 +229,7 @@ fn when_the_reader_goes_away_the_child_gets_sigpipe_as_without_retry() {
     let mut first = [0u8; 10];
     child.stdout.take().unwrap().read_exact(&mut first).unwrap();
     // The pipe is closed here; `yes` dies of SIGPIPE, which is permanent.
-    let started = std::time::Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "retry kept going"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let status = crate::util::exit_within(&mut child, Duration::from_secs(20));
     assert_eq!(&first, b"y\ny\ny\ny\ny\n");
     assert_eq!(status.code(), Some(141));
 }

@@ -83,17 +83,7 @@ impl Retry {
         // never ends.
         drop(cmd);
         let out = drain(reader);
-        let started = Instant::now();
-        let status = loop {
-            if let Some(st) = child.try_wait().expect("try_wait") {
-                break st;
-            }
-            if started.elapsed() > HARD_LIMIT {
-                let _ = child.kill();
-                panic!("retry did not finish within {HARD_LIMIT:?}");
-            }
-            thread::sleep(Duration::from_millis(5));
-        };
+        let status = exit_within(&mut child, HARD_LIMIT);
         let out = out
             .recv_timeout(Duration::from_secs(10))
             .expect("output still held open after retry exited");
@@ -165,17 +155,8 @@ impl Running {
 
     /// Wait for it to exit; kill it and fail the test past the hard limit.
     pub fn wait(mut self) -> Outcome {
-        let deadline = self.started + HARD_LIMIT;
-        let status = loop {
-            if let Some(st) = self.child.try_wait().expect("try_wait") {
-                break st;
-            }
-            if Instant::now() > deadline {
-                let _ = self.child.kill();
-                panic!("retry did not finish within {HARD_LIMIT:?}");
-            }
-            thread::sleep(Duration::from_millis(5));
-        };
+        let left = HARD_LIMIT.saturating_sub(self.started.elapsed());
+        let status = exit_within(&mut self.child, left);
         let elapsed = self.started.elapsed();
         // A leaked grandchild holding a pipe open would block here: bound it.
         let take = |rx: &mpsc::Receiver<Vec<u8>>, name: &str| {
@@ -261,6 +242,23 @@ impl Outcome {
 }
 
 /// A fresh temporary directory for files a test's children write.
+/// Wait for `child` to end; kill it and fail the test if it is still
+/// running after `within`.
+#[track_caller]
+pub fn exit_within(child: &mut std::process::Child, within: Duration) -> std::process::ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            return st;
+        }
+        if started.elapsed() > within {
+            let _ = child.kill();
+            panic!("retry did not finish within {within:?}");
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
 pub fn scratch() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
 }
