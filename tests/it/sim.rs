@@ -141,10 +141,7 @@ fn simulation_flags_without_simulate_are_usage_errors() {
         vec!["--format", "json", "--", "true"],
     ] {
         let out = retry(&args).run();
-        out.expect_code(2);
-        let err = out.stderr_text();
-        assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(err.contains("applies only to --simulate"), "{err}");
+        out.expect_usage_line("applies only to --simulate");
         assert!(out.stdout.is_empty());
     }
 }
@@ -194,11 +191,7 @@ fn bad_simulations_are_usage_errors_naming_the_flag() {
             "--state-required",
         ),
     ] {
-        let out = retry(&args).run();
-        out.expect_code(2);
-        let err = out.stderr_text();
-        assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(err.contains(flag), "{args:?}: {err}");
+        retry(&args).run().expect_usage_line(flag);
     }
 }
 
@@ -417,14 +410,8 @@ fn the_plot_never_lands_on_the_reports_stream() {
             "/dev/stdout",
         ])
         .run();
-        out.expect_code(2);
+        out.expect_usage_line("--plot /dev/stdout is standard output");
         assert!(out.stdout.is_empty(), "{}", out.stdout_text());
-        let err = out.stderr_text();
-        assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(
-            err.contains("--plot /dev/stdout is standard output"),
-            "{err}"
-        );
     }
     // The report redirected to a file: the same file by any name.
     let dir = scratch();
@@ -457,11 +444,8 @@ fn a_bad_plot_path_is_refused_before_the_simulation_runs() {
         missing.to_str().expect("utf-8 path"),
     ])
     .run();
-    out.expect_code(2);
+    let err = out.expect_usage_line("cannot write --plot");
     assert!(out.stdout.is_empty());
-    let err = out.stderr_text();
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("cannot write --plot"), "{err}");
     assert!(err.contains("no such file or directory"), "{err}");
     // A directory is no picture file either.
     let out = plot_refused(dir.path());
@@ -515,11 +499,7 @@ fn compare_refuses_a_jitter_kind_and_jitter_max_stays_within_the_cap() {
             "--jitter-max (40s) is above --cap (30s, the default)",
         ),
     ] {
-        let out = retry(&args).run();
-        out.expect_code(2);
-        let err = out.stderr_text();
-        assert_eq!(err.lines().count(), 1, "{err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
+        retry(&args).run().expect_usage_line(needle);
     }
     // A jitter kind from the environment is for real runs: no error.
     retry(["--simulate", "10", "--outage", "1s", "--compare"])

@@ -239,9 +239,19 @@ impl Outcome {
         );
         self
     }
+
+    /// A usage error: exit 2 and one line on stderr that contains `needle`.
+    /// Returns that line.
+    #[track_caller]
+    pub fn expect_usage_line(&self, needle: &str) -> String {
+        self.expect_code(2);
+        let err = self.stderr_text();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{err}");
+        err
+    }
 }
 
-/// A fresh temporary directory for files a test's children write.
 /// Wait for `child` to end; kill it and fail the test if it is still
 /// running after `within`.
 #[track_caller]
@@ -259,6 +269,7 @@ pub fn exit_within(child: &mut std::process::Child, within: Duration) -> std::pr
     }
 }
 
+/// A fresh temporary directory for files a test's children write.
 pub fn scratch() -> tempfile::TempDir {
     tempfile::tempdir().expect("temp dir")
 }
