@@ -48,22 +48,22 @@ fn finish(mut child: Child, since: Instant, limit: Duration) -> (Option<i32>, St
     }
 }
 
+/// `retry --replay-stdin --max-time 2s -- head -c 5`: stdin that never ends, or never stops.
+const HEAD_UNDER_MAX_TIME: &[&str] = &[
+    "--replay-stdin",
+    "--max-time",
+    "2s",
+    "--",
+    "head",
+    "-c",
+    "5",
+];
+
 #[test]
 fn max_time_ends_a_read_of_stdin_that_never_ends_with_124() {
     // `sleep 30 | retry --replay-stdin --max-time 2s -- head -c 5`
     let started = Instant::now();
-    let (child, stdin) = with_open_stdin(
-        &[
-            "--replay-stdin",
-            "--max-time",
-            "2s",
-            "--",
-            "head",
-            "-c",
-            "5",
-        ],
-        None,
-    );
+    let (child, stdin) = with_open_stdin(HEAD_UNDER_MAX_TIME, None);
     let (code, err, took) = finish(child, started, Duration::from_secs(20));
     drop(stdin);
     assert_eq!(code, Some(124), "{err}");
@@ -82,18 +82,7 @@ fn max_time_ends_an_endless_stream_before_the_disk_fills() {
     // comes first, and leaves nothing behind.
     let tmp = scratch();
     let started = Instant::now();
-    let (child, mut stdin) = with_open_stdin(
-        &[
-            "--replay-stdin",
-            "--max-time",
-            "2s",
-            "--",
-            "head",
-            "-c",
-            "5",
-        ],
-        Some(tmp.path()),
-    );
+    let (child, mut stdin) = with_open_stdin(HEAD_UNDER_MAX_TIME, Some(tmp.path()));
     let writer = std::thread::spawn(move || {
         let block = vec![b'y'; 64 * 1024];
         while stdin.write_all(&block).is_ok() {}
