@@ -146,6 +146,8 @@ pub enum Mode {
     DryRun { command: Vec<OsString> },
     /// Simulate N clients against a model server and report.
     Simulate { sim: SimOptions },
+    /// Print the group's shared state; run nothing.
+    StateShow,
 }
 
 /// Where this invocation sits inside other `retry` processes, read from the
@@ -250,7 +252,7 @@ impl Config {
         let finish = FinishOptions {
             hold: process.hold.clone(),
             on_give_up,
-            ..monitor::options(&cli, &names, &mode, state.show)?
+            ..monitor::options(&cli, &names, &mode)?
         };
         Ok(Config {
             mode,
@@ -287,7 +289,9 @@ fn mode(
                 .to_string(),
         ));
     }
-    Ok(if let Some(sim) = sim {
+    Ok(if state_show {
+        Mode::StateShow
+    } else if let Some(sim) = sim {
         Mode::Simulate { sim }
     } else if dry_run {
         Mode::DryRun {
@@ -303,7 +307,7 @@ fn mode(
         }
     } else if let Some(probe) = tcp {
         Mode::Tcp { probe }
-    } else if command.is_empty() && !state_show {
+    } else if command.is_empty() {
         return Err(UsageError(
             "missing COMMAND: usage is 'retry [OPTIONS] -- COMMAND [ARG]...', 'retry [OPTIONS] --http URL', 'retry [OPTIONS] --tcp HOST:PORT' or 'retry [OPTIONS] --dry-run'"
                 .to_string(),

@@ -1,6 +1,6 @@
 //! What happens when a run ends, besides its exit status.
 //!
-//! `lib::drive` builds one [`RunSummary`] when a run has ended, however it
+//! `drive` builds one [`RunSummary`] when a run has ended, however it
 //! ended (success, give-up, a permanent failure, the deadline, a refusal by
 //! the breaker or the budget, a signal), and hands it to each [`Output`]
 //! the flags asked for. The loop never learns which outputs exist; a run

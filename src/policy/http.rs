@@ -3,7 +3,7 @@
 //! Same rules as the rest of `policy`: every mistake is one line naming the
 //! flag and the accepted form, found before anything is sent. Reading the
 //! `@FILE`s and checking that `-o` can be written are left to the caller
-//! (`probe`), which does so before the first request: parsing does no I/O.
+//! (`mode::http`), which does so before the first request: parsing does no I/O.
 
 use std::path::{Path, PathBuf};
 

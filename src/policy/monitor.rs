@@ -20,19 +20,13 @@ const PING_FORM: &str =
     "an http:// or https:// URL of a heartbeat check, such as https://hc-ping.com/UUID";
 const LABEL_FORM: &str = "KEY=VALUE, KEY a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*, not starting with __), VALUE not empty";
 
-/// The monitoring options for `mode`. `state_show`: `--state-show` was
-/// given, which runs nothing either.
-pub(super) fn options(
-    cli: &Cli,
-    names: &Names,
-    mode: &Mode,
-    state_show: bool,
-) -> Result<FinishOptions, UsageError> {
+/// The monitoring options for `mode`.
+pub(super) fn options(cli: &Cli, names: &Names, mode: &Mode) -> Result<FinishOptions, UsageError> {
     let m = &cli.monitor;
     let runs_nothing = match mode {
         Mode::DryRun { .. } => Some("--dry-run"),
         Mode::Simulate { .. } => Some("--simulate"),
-        _ if state_show => Some("--state-show"),
+        Mode::StateShow => Some("--state-show"),
         Mode::Run { .. } | Mode::Http { .. } | Mode::Tcp { .. } => None,
     };
     if let Some(by) = runs_nothing {

@@ -7,7 +7,8 @@
 //! to a [`Sink`] like the real loop's log. Pure: virtual time is a
 //! `Duration` since the start, and the RNG is the caller's. `--dry-run` is
 //! this simulation with one client and a server that always fails. Only
-//! `cmd` (printing the report) and `plotfile` (writing the picture) do I/O.
+//! `plotfile` (writing the picture) does I/O; `mode::simulate` prints the
+//! report.
 //!
 //! Built for a million clients: each is a few dozen bytes, the event queue
 //! (`queue`) costs the same per event whatever the fleet's size, and the
@@ -26,14 +27,14 @@ use crate::retry_policy::Policy;
 use crate::wait::{self, Decision};
 
 pub mod chart;
-pub mod cmd;
 pub mod fleet;
 pub mod json;
 pub mod model;
 pub mod plot;
-mod plotfile;
+pub mod plotfile;
 mod queue;
 pub mod report;
+pub mod runs;
 pub mod tally;
 
 pub use fleet::Fleet;

@@ -1,4 +1,4 @@
-//! HTTP mode's wiring: from the validated `--http` request to an exit status.
+//! HTTP mode (`--http URL`): from the validated request to an exit status.
 //!
 //! Before the first request leaves, and before the log file is opened,
 //! every local input is read and checked: `-H @FILE`, `-d @FILE`,
@@ -18,6 +18,7 @@ use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
 use crate::attempt::http::{Body, Data, FileSink, HttpAttempt, HttpOptions, Prepared, Sink};
+use crate::drive;
 use crate::event::Event;
 use crate::exit;
 use crate::fsutil::{self, ResolveError, Rule, Target};
@@ -26,13 +27,10 @@ use crate::log::{LogFormat, Logger};
 use crate::policy::{Config, parse_header};
 use crate::run::Finish;
 
-pub fn main(
-    config: &Config,
-    request: &HttpOptions,
-    started: Instant,
-    seed: u64,
-    rng: &mut crate::rng::JitterRng,
-) -> u8 {
+pub fn main(config: &Config, request: &HttpOptions, started: Instant, seed: u64) -> u8 {
+    if let Err(code) = drive::check_outputs(config) {
+        return code;
+    }
     // Every local input first: a bad one is a usage error, and nothing is
     // run, sent or created (not even the --log-file).
     let usage = |message: &str| {
@@ -58,7 +56,7 @@ pub fn main(
         (None, Some(f)) => Sink::Direct(f),
         (None, None) => Sink::Stdout,
     };
-    let (mut log, log_failed) = crate::open_log(config, started);
+    let (mut log, log_failed) = drive::open_log(config, started);
     if request.insecure {
         let message = "--insecure: the server's certificate is not verified; \
                        anyone on the path can read and change this exchange";
@@ -78,12 +76,12 @@ pub fn main(
     let expect = config.policy.rules.http.expect.clone();
     let idle = config.policy.idle_timeout;
     let shown = request.display_words();
-    crate::drive(
+    drive::drive(
         config,
         &mut log,
         &shown,
         seed,
-        rng,
+        &mut crate::rng::seeded(seed),
         || match log_failed {
             Some(why) => Err(why),
             None => HttpAttempt::new(request, prepared, expect, idle, config.log.verbosity >= 1),

@@ -1,0 +1,314 @@
+//! A run's lifecycle, the same for every mode that runs something (a
+//! command, an HTTP probe, a TCP probe): the log, a single-threaded tokio
+//! runtime with retry's signal handlers, the end-of-run outputs told of the
+//! start, shared state opened, the loop run over the mode's attempts, the
+//! breaker told of the end, and one account of how the run ended for the
+//! exit status and every output.
+
+use std::time::Instant;
+
+use crate::attempt::{self, hook};
+use crate::classify;
+use crate::event::{self, Event};
+use crate::exit;
+use crate::finish;
+use crate::log::Logger;
+use crate::policy::Config;
+use crate::rng;
+use crate::run;
+use crate::signals;
+use crate::state;
+
+/// What the end-of-run outputs will need (the metrics file's directory),
+/// checked before anything runs or is created: the usage error's status.
+pub fn check_outputs(config: &Config) -> Result<(), u8> {
+    finish::check(&config.finish).map_err(|e| {
+        Logger::stderr().error(&e);
+        exit::USAGE
+    })
+}
+
+/// Run the retry loop over the attempts `make` sets up, on a single-threaded
+/// runtime with retry's signal handlers installed; `deliver` turns how the
+/// loop finished (and the attempt runner, which may hold a result to put in
+/// place) into the exit status. The end-of-run outputs hear of the run
+/// then, however it ended: also when retry could not start it, or shared
+/// state or a signal ended it before the first attempt. Returns the exit
+/// status.
+pub fn drive<A, F, D>(
+    config: &Config,
+    log: &mut Logger,
+    shown: &[std::ffi::OsString],
+    seed: u64,
+    rng: &mut rng::JitterRng,
+    make: F,
+    deliver: D,
+) -> u8
+where
+    A: attempt::Attempt,
+    F: FnOnce() -> Result<A, String>,
+    D: FnOnce(&run::Finish, A, &mut Logger) -> u8,
+{
+    let started_at = std::time::SystemTime::now();
+    let started = Instant::now();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            log.error(&format!("cannot start: {e}"));
+            return exit::INTERNAL;
+        }
+    };
+    let code = runtime.block_on(async {
+        let deadline = config.policy.max_time.and_then(|d| started.checked_add(d));
+        let mut outputs = finish::Outputs::new(&config.finish);
+        let (mut signals, ended) = match signals::Signals::install() {
+            Ok(mut signals) => {
+                let ended = run_to_end(
+                    config,
+                    log,
+                    shown,
+                    seed,
+                    rng,
+                    &mut signals,
+                    &mut outputs,
+                    deadline,
+                    make,
+                    deliver,
+                )
+                .await;
+                (signals, ended)
+            }
+            Err(e) => {
+                log.error(&format!("cannot install signal handlers: {e}"));
+                (
+                    signals::Signals::none(),
+                    Ended::early(exit::INTERNAL, event::End::Permanent),
+                )
+            }
+        };
+        if !outputs.is_empty() {
+            let summary = finish::RunSummary {
+                started_at,
+                duration: started.elapsed(),
+                attempts: ended.attempts,
+                exit_code: ended.code,
+                end: ended.end,
+                last_status: ended.last_status,
+                retries_refused: ended.retries_refused,
+            };
+            let mut ctx = finish::Ctx {
+                log,
+                signals: &mut signals,
+                deadline,
+                cut: None,
+            };
+            outputs.finished(&summary, &mut ctx).await;
+        }
+        ended.code
+    });
+    // The process exits next, which frees the runtime anyway: shutting it
+    // down would only add work to every run, and a DNS lookup that hangs
+    // holds a blocking thread that a drop would wait for.
+    std::mem::forget(runtime);
+    code
+}
+
+/// How a run ended, for its exit status and the end-of-run outputs.
+struct Ended {
+    code: u8,
+    attempts: u32,
+    end: event::End,
+    last_status: Option<classify::Status>,
+    retries_refused: u32,
+}
+
+impl Ended {
+    /// Ended before the first attempt.
+    fn early(code: u8, end: event::End) -> Ended {
+        Ended {
+            code,
+            attempts: 0,
+            end,
+            last_status: None,
+            retries_refused: 0,
+        }
+    }
+}
+
+/// `drive`'s run, from the attempt runner's set-up to the exit status.
+#[allow(clippy::too_many_arguments)]
+async fn run_to_end<A, F, D>(
+    config: &Config,
+    log: &mut Logger,
+    shown: &[std::ffi::OsString],
+    seed: u64,
+    rng: &mut rng::JitterRng,
+    signals: &mut signals::Signals,
+    outputs: &mut finish::Outputs,
+    deadline: Option<Instant>,
+    make: F,
+    deliver: D,
+) -> Ended
+where
+    A: attempt::Attempt,
+    F: FnOnce() -> Result<A, String>,
+    D: FnOnce(&run::Finish, A, &mut Logger) -> u8,
+{
+    if config.warn_nested {
+        warn_nested(log, config);
+    }
+    let mut attempt = match make() {
+        Ok(a) => a,
+        Err(e) => {
+            log.error(&e);
+            return Ended::early(exit::INTERNAL, event::End::Permanent);
+        }
+    };
+    if !outputs.is_empty() {
+        let mut ctx = finish::Ctx {
+            log,
+            signals,
+            deadline,
+            cut: None,
+        };
+        outputs.started(&mut ctx).await;
+        // A signal that came while an output prepared (the start ping's
+        // answer is awaited a moment) starts no attempt.
+        if let Some(sig) = signals.interrupted() {
+            let exit_code = exit::from_signal(sig as i32);
+            let reason = format!(
+                "interrupted by {} before the first attempt",
+                classify::signal_name(sig as i32)
+            );
+            log.emit(&Event::Done {
+                end: event::End::Interrupted,
+                attempts: 0,
+                max: config.policy.max_attempts,
+                exit_code,
+                reason: &reason,
+            });
+            return Ended::early(exit_code, event::End::Interrupted);
+        }
+    }
+    log.emit(&Event::Start {
+        command: shown,
+        max: config.policy.max_attempts,
+        max_time: config.policy.max_time,
+        seed,
+    });
+    let shared = config.state.shared.clone();
+    let mut state = match state::Session::open(shared, log, signals, deadline).await {
+        Ok(s) => s,
+        Err(stop) => {
+            let end = stop_end(&stop);
+            return Ended::early(state_stopped(stop, log), end);
+        }
+    };
+    let mut between = config.on_retry.as_ref().map(hook::Runner::new);
+    let finish = run::run(
+        &config.policy,
+        &mut attempt,
+        &mut between,
+        &run::TokioClock,
+        rng,
+        signals,
+        log,
+        &mut state,
+    )
+    .await;
+    // The breaker hears how the run ended, unless a signal ended it. A
+    // store too slow to hear it in time leaves the run's status as it is.
+    let mut stopped = None;
+    if finish.end != event::End::Interrupted {
+        let ok = finish.exit_code == exit::SUCCESS;
+        match state.finish(ok, log, signals).await {
+            Ok(()) | Err(state::Stop::Deadline) => {}
+            Err(stop) => stopped = Some(state_stopped(stop, log)),
+        }
+    }
+    let code = match stopped {
+        Some(code) => code,
+        None => deliver(&finish, attempt, log),
+    };
+    // A success the result could not be put in place for is a failure.
+    let end = match finish.end {
+        event::End::Success if code != exit::SUCCESS => event::End::Permanent,
+        end => end,
+    };
+    Ended {
+        code,
+        attempts: finish.attempts,
+        end,
+        last_status: (finish.attempts > 0).then_some(finish.status),
+        // Only the budget refuses once attempts have run (the breaker
+        // refuses before the first), and its refusal ends the run.
+        retries_refused: u32::from(finish.end == event::End::Refused && finish.attempts > 0),
+    }
+}
+
+/// How a run that shared state stopped before its first attempt ended.
+fn stop_end(stop: &state::Stop) -> event::End {
+    match stop {
+        state::Stop::Interrupted(_) => event::End::Interrupted,
+        state::Stop::Deadline => event::End::Deadline,
+        state::Stop::Refused(_) => event::End::Refused,
+        state::Stop::Failed(_) => event::End::Permanent,
+    }
+}
+
+/// Shared state ended the run before it began, or after it ended.
+fn state_stopped(stop: state::Stop, log: &mut Logger) -> u8 {
+    match stop {
+        state::Stop::Interrupted(sig) => exit::from_signal(sig as i32),
+        state::Stop::Refused(why) | state::Stop::Failed(why) => {
+            log.error(&why);
+            exit::INTERNAL
+        }
+        state::Stop::Deadline => {
+            log.error("--max-time ran out while asking the shared state store");
+            exit::TIMED_OUT
+        }
+    }
+}
+
+/// The log as configured. When `--log-file` cannot be opened: a log on
+/// stderr alone and the error, which `drive` then reports as retry's own
+/// failure before the first attempt (exit 125), so that the metrics and the
+/// heartbeat monitor hear of it too.
+pub fn open_log(config: &Config, started: Instant) -> (Logger, Option<String>) {
+    match Logger::open(&config.log, started) {
+        Ok(log) => (log, None),
+        Err(e) => {
+            let path = config
+                .log
+                .file
+                .as_deref()
+                .unwrap_or(std::path::Path::new("-"));
+            let why = format!(
+                "cannot open log file {}: {}",
+                path.display(),
+                crate::human::io_error(&e)
+            );
+            (Logger::stderr(), Some(why))
+        }
+    }
+}
+
+fn warn_nested(log: &mut Logger, config: &Config) {
+    let inner = config.policy.max_attempts;
+    let msg = match (config.nesting.outer_max, inner) {
+        (Some(outer), Some(inner)) => format!(
+            "running inside another retry (depth {}): attempts multiply ({outer} x {inner} = {} runs); --nested single runs the command once",
+            config.nesting.outer_depth,
+            u64::from(outer) * u64::from(inner)
+        ),
+        _ => format!(
+            "running inside another retry (depth {}): attempts multiply; --nested single runs the command once",
+            config.nesting.outer_depth
+        ),
+    };
+    log.emit(&Event::Warning { message: &msg });
+}

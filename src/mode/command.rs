@@ -1,0 +1,44 @@
+//! Command mode (`retry -- COMMAND`): the loop over supervised processes.
+
+use std::ffi::OsString;
+use std::time::Instant;
+
+use crate::attempt::process::ProcessAttempt;
+use crate::drive;
+use crate::mask;
+use crate::policy::Config;
+use crate::rng;
+
+pub fn main(config: &Config, command: &[OsString], started: Instant, seed: u64) -> u8 {
+    if std::env::var_os("RETRY_PING").is_some() {
+        // The heartbeat check belongs to this run: a retry inside COMMAND
+        // must not ping it too.
+        // SAFETY: no other thread exists yet (the runtime and the log start
+        // later), so nothing reads the environment meanwhile.
+        unsafe { std::env::remove_var("RETRY_PING") };
+    }
+    if let Err(code) = drive::check_outputs(config) {
+        return code;
+    }
+    let (mut log, log_failed) = drive::open_log(config, started);
+    let depth = config.nesting.outer_depth.saturating_add(1);
+    let process = config.process.clone();
+    // Only the log sees this copy: secrets in the arguments become ***.
+    let shown: Vec<OsString> = mask::command_line(command)
+        .into_iter()
+        .map(Into::into)
+        .collect();
+    let command = command.to_vec();
+    drive::drive(
+        config,
+        &mut log,
+        &shown,
+        seed,
+        &mut rng::seeded(seed),
+        || match log_failed {
+            Some(why) => Err(why),
+            None => Ok(ProcessAttempt::new(command, process, depth)),
+        },
+        |finish, _, _| finish.exit_code,
+    )
+}
