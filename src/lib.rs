@@ -7,6 +7,7 @@
 //! (`run`) drives attempts (`attempt`), judges them (`classify`), waits
 //! (`backoff`, `wait`), logs (`log`) and ends with an exit status (`exit`).
 
+pub mod after;
 mod args;
 pub mod attempt;
 pub mod backoff;

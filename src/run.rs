@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use rand::Rng;
 
+use crate::after::{Attempted, Next, Stop as AfterStop, after};
 use crate::attempt::{Attempt, Between, Context, Failed, Unready};
-use crate::backoff::Backoff;
+use crate::backoff::Progress;
 use crate::classify::{
     Limit, Status, Verdict, classify_with_output, explain_reader_gone, explain_with_output,
     with_reader_gone,
@@ -20,7 +21,7 @@ use crate::exit;
 use crate::human::{human, of_max};
 use crate::retry_policy::Policy;
 use crate::signals::Signals;
-use crate::state::{Gate, Next, Session, Stop};
+use crate::state::{Gate, Next as Next3, Session, Stop};
 use crate::wait::{self, Decision};
 
 /// Time as the loop sees it.
@@ -93,7 +94,7 @@ where
     let start = clock.now();
     let deadline = policy.max_time.and_then(|d| start.checked_add(d));
     let max = policy.max_attempts;
-    let mut backoff = Backoff::new(policy.delay);
+    let mut progress = Progress::new(&policy.delay);
     let mut previous_exit = None;
     let mut number = 0u32;
 
@@ -195,86 +196,60 @@ where
             Err(stop) => return stopped(stop, number, max, log),
         }
 
-        match verdict {
-            // --restart-on-success: a success is followed by another
-            // attempt, after a backoff like a failure's.
-            Verdict::Success if policy.restart_on_success => {}
-            Verdict::Success => {
+        let done = Attempted {
+            number,
+            status: &status,
+            verdict,
+            ran,
+            now: clock.now(),
+            deadline,
+        };
+        let retry = match after(policy, &mut progress, done, rng) {
+            Next::Retry(retry) => retry,
+            Next::Stop(stop) => {
                 report(log, None);
-                return finish(End::Success, "", log, status);
-            }
-            Verdict::Permanent => {
-                report(log, None);
-                let (end, reason) = match &status {
-                    Status::Interrupted(sig) => (
-                        End::Interrupted,
-                        format!(
-                            "interrupted by {} during attempt {}",
-                            crate::classify::signal_name(*sig),
-                            of_max(number, max)
-                        ),
+                let reason = match stop {
+                    AfterStop::Success => String::new(),
+                    AfterStop::Interrupted(sig) => format!(
+                        "interrupted by {} during attempt {}",
+                        crate::classify::signal_name(sig),
+                        of_max(number, max)
                     ),
-                    s if s.stopped_by_deadline() => (
-                        End::Deadline,
-                        "--max-time ran out during the attempt".to_string(),
-                    ),
-                    _ if judged == Verdict::Retryable => {
-                        (End::Permanent, explain_reader_gone(&status))
+                    AfterStop::DeadlineDuringAttempt => {
+                        "--max-time ran out during the attempt".to_string()
                     }
-                    _ => (
-                        End::Permanent,
-                        explain_with_output(&status, &details.output, &policy.rules),
-                    ),
+                    AfterStop::Permanent if judged == Verdict::Retryable => {
+                        explain_reader_gone(&status)
+                    }
+                    AfterStop::Permanent => {
+                        explain_with_output(&status, &details.output, &policy.rules)
+                    }
+                    AfterStop::Exhausted => format!("no attempts left (last: {status})"),
+                    AfterStop::Deadline(why) => why.reason(),
                 };
-                return finish(end, &reason, log, status);
+                return finish(stop.end(), &reason, log, status);
             }
-            Verdict::Retryable => {}
-        }
-
-        if max.is_some_and(|m| number >= m) {
-            report(log, None);
-            if verdict == Verdict::Success {
-                return finish(End::Success, "", log, status);
-            }
-            let reason = format!("no attempts left (last: {status})");
-            return finish(End::Exhausted, &reason, log, status);
-        }
-        if let Some(after) = policy.reset_after
-            && ran >= after
+        };
+        if retry.reset
+            && let Some(after) = policy.reset_after
         {
             log.emit(&Event::Reset {
                 attempt: number,
                 up: ran,
                 after,
             });
-            backoff.reset();
         }
-        let step = backoff.next(rng);
-        let now = clock.now();
-        let retry_after = status.retry_after();
-        let own = wait::Input {
-            step,
-            retry_after,
-            now,
-            deadline,
-            pace_slot: None,
-        };
-        let delay = match wait::decide(own) {
-            Decision::Sleep { delay, .. } => delay,
-            Decision::GiveUp(why) => {
-                report(log, None);
-                return finish(End::Deadline, &why.reason(), log, status);
-            }
-        };
+        let step = retry.step;
         // Hook 3: the group's budget must allow the retry, and its pace may
         // push the start to a later slot (never past --max-time).
-        let slot = match state.plan(delay, log, signals, deadline).await {
+        let now = clock.now();
+        let slot = match state.plan(retry.delay, log, signals, deadline).await {
             // The group's slot, when pacing pushes the start past the
             // retry's own backoff.
-            Ok(Next::Go { wait, paced }) => (!paced.is_zero())
+            Ok(Next3::Go { wait, paced }) => (!paced.is_zero())
                 .then(|| clock.now().checked_add(wait))
                 .flatten(),
-            Ok(Next::BudgetSpent { tokens, max: of }) => {
+            Ok(Next3::BudgetSpent { tokens, max: of }) => {
                 report(log, None);
                 let reason = format!(
                     "the group's retry budget is spent ({tokens} of {of} tokens; retries need more than {})",
@@ -282,7 +257,7 @@ where
                 );
                 return finish(End::Refused, &reason, log, status);
             }
-            Ok(Next::PastDeadline { wait }) => {
+            Ok(Next3::PastDeadline { wait }) => {
                 report(log, None);
                 let reason = format!(
                     "the group's next pace slot is after --max-time ({} from now, {} left)",
@@ -299,12 +274,7 @@ where
         };
         // The wait itself, the pace slot included, from the one place that
         // decides waits.
-        let now = clock.now();
-        let (wake, delay, wait) = match wait::decide(wait::Input {
-            now,
-            pace_slot: slot,
-            ..own
-        }) {
+        let (wake, delay, wait) = match retry.with_slot(slot) {
             Decision::Sleep { until, delay, wait } => (until, delay, wait),
             Decision::GiveUp(why) => {
                 report(log, None);

@@ -39,7 +39,7 @@ impl Moment for Duration {
 }
 
 /// Everything one wait depends on.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Input<T> {
     /// The jittered backoff step drawn for this retry.
     pub step: Step,

@@ -19,12 +19,14 @@ use std::time::Duration;
 
 use rand::Rng;
 
+use crate::after::{Attempted, Next, Stop, after};
 use crate::backoff::Progress;
-use crate::classify::{Status, Verdict};
+use crate::classify::{Limit, NetFailure, Status, Verdict};
 use crate::event::{End, Event, Sink, Wait};
+use crate::exit;
 use crate::human::human;
 use crate::retry_policy::Policy;
-use crate::wait::{self, Decision};
+use crate::wait::Decision;
 
 pub mod chart;
 pub mod fleet;
@@ -202,6 +204,11 @@ where
     S: Sink,
 {
     let mut shared = fleet::Shared::new(fleet);
+    // An attempt `--max-time` stopped before its answer came (exit 28).
+    let cut_off = Status::Net {
+        failure: NetFailure::TimedOut(Limit::Deadline),
+        detail: String::new(),
+    };
     let max = policy.max_attempts;
     let delay = &policy.delay;
     // Every client starts at 0, so the deadline is the same for all.
@@ -290,86 +297,82 @@ where
         };
         // A real run stops an attempt still running at --max-time: its
         // answer, even a success, is never seen.
-        if deadline.is_some_and(|d| now > d) {
-            shared.record(false);
-            report(sink, &FAILED, Verdict::Permanent, None);
-            end(
-                sink,
-                End::Deadline,
-                28,
-                "--max-time ran out during the attempt",
-            );
-            gave_up += 1;
-            tally.give_up(now);
-            continue;
-        }
+        let cut = deadline.is_some_and(|d| now > d);
+        let (status, verdict) = match (cut, ok) {
+            (true, _) => (&cut_off, Verdict::Permanent),
+            (false, true) => (&SUCCEEDED, Verdict::Success),
+            (false, false) => (&FAILED, Verdict::Retryable),
+        };
         // As a real run does after each attempt: the budget counts it.
-        shared.record(ok);
-        if ok {
-            report(sink, &SUCCEEDED, Verdict::Success, None);
-            end(sink, End::Success, 0, "");
-            tally.success(now);
-            continue;
-        }
-        if max.is_some_and(|m| number >= m) {
-            report(sink, &FAILED, Verdict::Retryable, None);
-            end(sink, End::Exhausted, 22, "no attempts left");
-            gave_up += 1;
-            tally.give_up(now);
-            continue;
-        }
-        if policy.reset_after.is_some_and(|r| ran >= r) {
-            client.backoff.reset(delay);
-        }
-        let step = client.backoff.next(delay, rng);
-        let own = wait::Input {
-            step,
-            retry_after: None,
+        shared.record(ok && !cut);
+        let done = Attempted {
+            number,
+            status,
+            verdict,
+            ran,
             now,
             deadline,
-            pace_slot: None,
         };
-        // The same three steps as a real run: the client's own wait, the
-        // group's word on it (budget, pace slot), then the wait with the slot.
-        let decision = match wait::decide(own) {
-            mine @ Decision::Sleep { delay, .. } => match shared.plan(now, delay, deadline) {
-                // Without a slot the second decision would be the first.
-                fleet::Word::Go { slot: None } => mine,
-                fleet::Word::Go { slot } => wait::decide(wait::Input {
-                    pace_slot: slot,
-                    ..own
-                }),
-                fleet::Word::BudgetSpent => {
-                    report(sink, &FAILED, Verdict::Retryable, None);
-                    end(sink, End::Refused, 22, "the group's retry budget is spent");
-                    gave_up += 1;
-                    refused += 1;
-                    tally.give_up(now);
-                    continue;
-                }
-                fleet::Word::PastDeadline { wait } => {
-                    report(sink, &FAILED, Verdict::Retryable, None);
-                    let reason = format!(
-                        "the group's next pace slot is after --max-time ({} from now)",
-                        human(wait)
-                    );
-                    end(sink, End::Deadline, 22, &reason);
+        // The same steps as a real run: the loop's rules after an attempt,
+        // the group's word on the retry (budget, pace slot), then the wait
+        // with the slot.
+        let retry = match after(policy, &mut client.backoff, done, rng) {
+            Next::Retry(retry) => retry,
+            Next::Stop(stop) => {
+                report(sink, status, verdict, None);
+                let reason = match stop {
+                    Stop::Success => String::new(),
+                    Stop::DeadlineDuringAttempt => "--max-time ran out during the attempt".into(),
+                    Stop::Deadline(why) => why.reason(),
+                    _ => "no attempts left".into(),
+                };
+                end(sink, stop.end(), exit::code(status, verdict), &reason);
+                if stop == Stop::Success {
+                    tally.success(now);
+                } else {
                     gave_up += 1;
                     tally.give_up(now);
-                    continue;
                 }
-            },
-            other => other,
+                continue;
+            }
+        };
+        let decision = match shared.plan(now, retry.delay, deadline) {
+            // Without a slot the decision is the retry's own.
+            fleet::Word::Go { slot } => retry.with_slot(slot),
+            fleet::Word::BudgetSpent => {
+                report(sink, status, verdict, None);
+                end(
+                    sink,
+                    End::Refused,
+                    exit::code(status, verdict),
+                    "the group's retry budget is spent",
+                );
+                gave_up += 1;
+                refused += 1;
+                tally.give_up(now);
+                continue;
+            }
+            fleet::Word::PastDeadline { wait } => {
+                report(sink, status, verdict, None);
+                let reason = format!(
+                    "the group's next pace slot is after --max-time ({} from now)",
+                    human(wait)
+                );
+                end(sink, End::Deadline, exit::code(status, verdict), &reason);
+                gave_up += 1;
+                tally.give_up(now);
+                continue;
+            }
         };
         match decision {
             Decision::Sleep { until, delay, wait } => {
                 report(
                     sink,
-                    &FAILED,
-                    Verdict::Retryable,
+                    status,
+                    verdict,
                     Some(Wait {
                         delay: wait,
-                        ceiling: step.ceiling,
+                        ceiling: retry.step.ceiling,
                         jitter: policy.delay.jitter.name(),
                         paced: wait.saturating_sub(delay),
                     }),
@@ -385,8 +388,13 @@ where
                 }
             }
             Decision::GiveUp(why) => {
-                report(sink, &FAILED, Verdict::Retryable, None);
-                end(sink, End::Deadline, 22, &why.reason());
+                report(sink, status, verdict, None);
+                end(
+                    sink,
+                    End::Deadline,
+                    exit::code(status, verdict),
+                    &why.reason(),
+                );
                 gave_up += 1;
                 tally.give_up(now);
             }
