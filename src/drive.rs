@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use crate::attempt::{self, hook};
 use crate::classify;
-use crate::event::{self, Event};
+use crate::event::{End, Ending, Event};
 use crate::exit;
 use crate::finish;
 use crate::log::Logger;
@@ -47,7 +47,7 @@ pub fn drive<A, F, D>(
 where
     A: attempt::Attempt,
     F: FnOnce() -> Result<A, String>,
-    D: FnOnce(&run::Finish, A, &mut Logger) -> u8,
+    D: FnOnce(&Ending, A, &mut Logger) -> u8,
 {
     let started_at = std::time::SystemTime::now();
     let started = Instant::now();
@@ -64,9 +64,9 @@ where
     let code = runtime.block_on(async {
         let deadline = config.policy.max_time.and_then(|d| started.checked_add(d));
         let mut outputs = finish::Outputs::new(&config.finish);
-        let (mut signals, ended) = match signals::Signals::install() {
+        let (mut signals, ending) = match signals::Signals::install() {
             Ok(mut signals) => {
-                let ended = run_to_end(
+                let ending = run_to_end(
                     config,
                     log,
                     shown,
@@ -79,25 +79,23 @@ where
                     deliver,
                 )
                 .await;
-                (signals, ended)
+                (signals, ending)
             }
             Err(e) => {
-                log.error(&format!("cannot install signal handlers: {e}"));
+                let why = format!("cannot install signal handlers: {e}");
+                log.error(&why);
                 (
                     signals::Signals::none(),
-                    Ended::early(exit::INTERNAL, event::End::Permanent),
+                    Ending::before_attempts(End::Permanent, exit::INTERNAL, why),
                 )
             }
         };
+        let code = ending.exit_code;
         if !outputs.is_empty() {
             let summary = finish::RunSummary {
                 started_at,
                 duration: started.elapsed(),
-                attempts: ended.attempts,
-                exit_code: ended.code,
-                end: ended.end,
-                last_status: ended.last_status,
-                retries_refused: ended.retries_refused,
+                ending,
             };
             let mut ctx = finish::Ctx {
                 log,
@@ -107,7 +105,7 @@ where
             };
             outputs.finished(&summary, &mut ctx).await;
         }
-        ended.code
+        code
     });
     // The process exits next, which frees the runtime anyway: shutting it
     // down would only add work to every run, and a DNS lookup that hangs
@@ -116,29 +114,7 @@ where
     code
 }
 
-/// How a run ended, for its exit status and the end-of-run outputs.
-struct Ended {
-    code: u8,
-    attempts: u32,
-    end: event::End,
-    last_status: Option<classify::Status>,
-    retries_refused: u32,
-}
-
-impl Ended {
-    /// Ended before the first attempt.
-    fn early(code: u8, end: event::End) -> Ended {
-        Ended {
-            code,
-            attempts: 0,
-            end,
-            last_status: None,
-            retries_refused: 0,
-        }
-    }
-}
-
-/// `drive`'s run, from the attempt runner's set-up to the exit status.
+/// `drive`'s run, from the attempt runner's set-up to how it ended.
 #[allow(clippy::too_many_arguments)]
 async fn run_to_end<A, F, D>(
     config: &Config,
@@ -151,11 +127,11 @@ async fn run_to_end<A, F, D>(
     deadline: Option<Instant>,
     make: F,
     deliver: D,
-) -> Ended
+) -> Ending
 where
     A: attempt::Attempt,
     F: FnOnce() -> Result<A, String>,
-    D: FnOnce(&run::Finish, A, &mut Logger) -> u8,
+    D: FnOnce(&Ending, A, &mut Logger) -> u8,
 {
     if config.warn_nested {
         warn_nested(log, config);
@@ -164,7 +140,7 @@ where
         Ok(a) => a,
         Err(e) => {
             log.error(&e);
-            return Ended::early(exit::INTERNAL, event::End::Permanent);
+            return Ending::before_attempts(End::Permanent, exit::INTERNAL, e);
         }
     };
     if !outputs.is_empty() {
@@ -178,19 +154,19 @@ where
         // A signal that came while an output prepared (the start ping's
         // answer is awaited a moment) starts no attempt.
         if let Some(sig) = signals.interrupted() {
-            let exit_code = exit::from_signal(sig as i32);
-            let reason = format!(
-                "interrupted by {} before the first attempt",
-                classify::signal_name(sig as i32)
+            let ending = Ending::before_attempts(
+                End::Interrupted,
+                exit::from_signal(sig as i32),
+                format!(
+                    "interrupted by {} before the first attempt",
+                    classify::signal_name(sig as i32)
+                ),
             );
             log.emit(&Event::Done {
-                end: event::End::Interrupted,
-                attempts: 0,
+                ending: &ending,
                 max: config.policy.max_attempts,
-                exit_code,
-                reason: &reason,
             });
-            return Ended::early(exit_code, event::End::Interrupted);
+            return ending;
         }
     }
     log.emit(&Event::Start {
@@ -202,13 +178,10 @@ where
     let shared = config.state.shared.clone();
     let mut state = match state::Session::open(shared, log, signals, deadline).await {
         Ok(s) => s,
-        Err(stop) => {
-            let end = stop_end(&stop);
-            return Ended::early(state_stopped(stop, log), end);
-        }
+        Err(stop) => return state_stopped(stop, log),
     };
     let mut between = config.on_retry.as_ref().map(hook::Runner::new);
-    let finish = run::run(
+    let mut ending = run::run(
         &config.policy,
         &mut attempt,
         &mut between,
@@ -222,56 +195,42 @@ where
     // The breaker hears how the run ended, unless a signal ended it. A
     // store too slow to hear it in time leaves the run's status as it is.
     let mut stopped = None;
-    if finish.end != event::End::Interrupted {
-        let ok = finish.exit_code == exit::SUCCESS;
+    if ending.end != End::Interrupted {
+        let ok = ending.exit_code == exit::SUCCESS;
         match state.finish(ok, log, signals).await {
             Ok(()) | Err(state::Stop::Deadline) => {}
-            Err(stop) => stopped = Some(state_stopped(stop, log)),
+            Err(stop) => stopped = Some(state_stopped(stop, log).exit_code),
         }
     }
-    let code = match stopped {
+    ending.exit_code = match stopped {
         Some(code) => code,
-        None => deliver(&finish, attempt, log),
+        None => deliver(&ending, attempt, log),
     };
     // A success the result could not be put in place for is a failure.
-    let end = match finish.end {
-        event::End::Success if code != exit::SUCCESS => event::End::Permanent,
-        end => end,
+    if ending.end == End::Success && ending.exit_code != exit::SUCCESS {
+        ending.end = End::Permanent;
+    }
+    ending
+}
+
+/// Shared state ended the run before it began, or after it ended: how, for
+/// the exit status (the reason is logged here).
+fn state_stopped(stop: state::Stop, log: &mut Logger) -> Ending {
+    let (end, code, why) = match stop {
+        state::Stop::Interrupted(sig) => {
+            let code = exit::from_signal(sig as i32);
+            return Ending::before_attempts(End::Interrupted, code, "interrupted");
+        }
+        state::Stop::Refused(why) => (End::Refused, exit::INTERNAL, why),
+        state::Stop::Failed(why) => (End::Permanent, exit::INTERNAL, why),
+        state::Stop::Deadline => (
+            End::Deadline,
+            exit::TIMED_OUT,
+            "--max-time ran out while asking the shared state store".to_string(),
+        ),
     };
-    Ended {
-        code,
-        attempts: finish.attempts,
-        end,
-        last_status: (finish.attempts > 0).then_some(finish.status),
-        // Only the budget refuses once attempts have run (the breaker
-        // refuses before the first), and its refusal ends the run.
-        retries_refused: u32::from(finish.end == event::End::Refused && finish.attempts > 0),
-    }
-}
-
-/// How a run that shared state stopped before its first attempt ended.
-fn stop_end(stop: &state::Stop) -> event::End {
-    match stop {
-        state::Stop::Interrupted(_) => event::End::Interrupted,
-        state::Stop::Deadline => event::End::Deadline,
-        state::Stop::Refused(_) => event::End::Refused,
-        state::Stop::Failed(_) => event::End::Permanent,
-    }
-}
-
-/// Shared state ended the run before it began, or after it ended.
-fn state_stopped(stop: state::Stop, log: &mut Logger) -> u8 {
-    match stop {
-        state::Stop::Interrupted(sig) => exit::from_signal(sig as i32),
-        state::Stop::Refused(why) | state::Stop::Failed(why) => {
-            log.error(&why);
-            exit::INTERNAL
-        }
-        state::Stop::Deadline => {
-            log.error("--max-time ran out while asking the shared state store");
-            exit::TIMED_OUT
-        }
-    }
+    log.error(&why);
+    Ending::before_attempts(end, code, why)
 }
 
 /// The log as configured. When `--log-file` cannot be opened: a log on

@@ -4,6 +4,7 @@
 //! ends with the last attempt's real status. Generic over the kind of attempt,
 //! the clock and the RNG, so it is tested with fakes in virtual time.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
@@ -16,7 +17,7 @@ use crate::classify::{
     Limit, Status, Verdict, classify_with_output, explain_reader_gone, explain_with_output,
     with_reader_gone,
 };
-use crate::event::{End, Event, Sink, Wait};
+use crate::event::{End, Ending, Event, Sink, Wait};
 use crate::exit;
 use crate::human::{human, of_max};
 use crate::retry_policy::Policy;
@@ -60,16 +61,6 @@ fn release_free_heap() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn release_free_heap() {}
 
-/// How a run ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finish {
-    /// The last attempt's status (or the interrupt that ended a wait).
-    pub status: Status,
-    pub end: End,
-    pub attempts: u32,
-    pub exit_code: u8,
-}
-
 /// Run attempts until success, a permanent failure, the attempt limit, the
 /// deadline or an interrupt; `between` runs after each failed attempt that
 /// is retried, before the wait (`--on-retry`).
@@ -83,7 +74,7 @@ pub async fn run<A, B, C, R, S>(
     signals: &mut Signals,
     log: &mut S,
     state: &mut Session,
-) -> Finish
+) -> Ending
 where
     A: Attempt,
     B: Between,
@@ -170,7 +161,7 @@ where
         };
         previous_exit = Some(exit::code(&status, Verdict::Retryable));
 
-        let finish = |end, reason: &str, log: &mut S, status: Status| {
+        let finish = |end, reason: Cow<'static, str>, log: &mut S, status: Status| {
             ended(end, status, verdict, reason, number, max, log)
         };
         let report = |log: &mut S, next| {
@@ -191,7 +182,7 @@ where
             Ok(()) => {}
             Err(Stop::Deadline) => {
                 report(log, None);
-                return finish(End::Deadline, STORE_DEADLINE, log, status);
+                return finish(End::Deadline, STORE_DEADLINE.into(), log, status);
             }
             Err(stop) => return stopped(stop, number, max, log),
         }
@@ -227,7 +218,7 @@ where
                     AfterStop::Exhausted => format!("no attempts left (last: {status})"),
                     AfterStop::Deadline(why) => why.reason(),
                 };
-                return finish(stop.end(), &reason, log, status);
+                return finish(stop.end(), reason.into(), log, status);
             }
         };
         if retry.reset
@@ -255,7 +246,7 @@ where
                     "the group's retry budget is spent ({tokens} of {of} tokens; retries need more than {})",
                     of / 2.0
                 );
-                return finish(End::Refused, &reason, log, status);
+                return finish(End::Refused, reason.into(), log, status);
             }
             Ok(Next3::PastDeadline { wait }) => {
                 report(log, None);
@@ -264,11 +255,11 @@ where
                     human(wait),
                     human(deadline.map_or(Duration::ZERO, |d| d.saturating_duration_since(now)))
                 );
-                return finish(End::Deadline, &reason, log, status);
+                return finish(End::Deadline, reason.into(), log, status);
             }
             Err(Stop::Deadline) => {
                 report(log, None);
-                return finish(End::Deadline, STORE_DEADLINE, log, status);
+                return finish(End::Deadline, STORE_DEADLINE.into(), log, status);
             }
             Err(stop) => return stopped(stop, number, max, log),
         };
@@ -278,7 +269,7 @@ where
             Decision::Sleep { until, delay, wait } => (until, delay, wait),
             Decision::GiveUp(why) => {
                 report(log, None);
-                return finish(End::Deadline, &why.reason(), log, status);
+                return finish(End::Deadline, why.reason().into(), log, status);
             }
         };
         report(
@@ -314,7 +305,7 @@ where
         if hook.is_some() && deadline.is_some_and(|d| clock.now() >= d) {
             return finish(
                 End::Deadline,
-                "--max-time ran out during the --on-retry command",
+                "--max-time ran out during the --on-retry command".into(),
                 log,
                 status,
             );
@@ -341,18 +332,18 @@ const STORE_DEADLINE: &str = "--max-time ran out while asking the shared state s
 
 /// The run ends on shared state's word: a refusal, an interrupt or the
 /// deadline while the store was asked, or a required store that failed.
-fn stopped<S: Sink>(stop: Stop, attempts: u32, max: Option<u32>, log: &mut S) -> Finish {
+fn stopped<S: Sink>(stop: Stop, attempts: u32, max: Option<u32>, log: &mut S) -> Ending {
     let (end, status, reason) = match stop {
         Stop::Interrupted(sig) => return interrupted_in_wait(sig as i32, attempts, max, log),
         Stop::Refused(why) => (End::Refused, Status::Exited(exit::REFUSED.into()), why),
         Stop::Deadline => (End::Deadline, past_deadline(), STORE_DEADLINE.to_string()),
         Stop::Failed(why) => (End::Permanent, Status::Exited(exit::INTERNAL.into()), why),
     };
-    ended(end, status, Verdict::Permanent, &reason, attempts, max, log)
+    ended(end, status, Verdict::Permanent, reason, attempts, max, log)
 }
 
 /// The run ends before its first attempt: the attempts could not get ready.
-fn unready<S: Sink>(why: Unready, max: Option<u32>, log: &mut S) -> Finish {
+fn unready<S: Sink>(why: Unready, max: Option<u32>, log: &mut S) -> Ending {
     let (end, status, reason) = match why {
         Unready::Deadline(reason) => (End::Deadline, past_deadline(), reason),
         Unready::Interrupted(sig, reason) => {
@@ -364,10 +355,10 @@ fn unready<S: Sink>(why: Unready, max: Option<u32>, log: &mut S) -> Finish {
             reason,
         ),
     };
-    ended(end, status, Verdict::Permanent, &reason, 0, max, log)
+    ended(end, status, Verdict::Permanent, reason, 0, max, log)
 }
 
-fn interrupted_in_wait<S: Sink>(sig: i32, attempts: u32, max: Option<u32>, log: &mut S) -> Finish {
+fn interrupted_in_wait<S: Sink>(sig: i32, attempts: u32, max: Option<u32>, log: &mut S) -> Ending {
     let reason = format!(
         "interrupted by {} while waiting to start attempt {}",
         crate::classify::signal_name(sig),
@@ -378,7 +369,7 @@ fn interrupted_in_wait<S: Sink>(sig: i32, attempts: u32, max: Option<u32>, log: 
         End::Interrupted,
         status,
         Verdict::Permanent,
-        &reason,
+        reason,
         attempts,
         max,
         log,
@@ -399,25 +390,26 @@ fn ended<S: Sink>(
     end: End,
     status: Status,
     verdict: Verdict,
-    reason: &str,
+    reason: impl Into<Cow<'static, str>>,
     attempts: u32,
     max: Option<u32>,
     log: &mut S,
-) -> Finish {
-    let exit_code = exit::code(&status, verdict);
+) -> Ending {
+    let ending = Ending {
+        end,
+        attempts,
+        exit_code: exit::code(&status, verdict),
+        reason: reason.into(),
+        last_status: (attempts > 0).then_some(status),
+        // Only the budget refuses once attempts have run (the breaker
+        // refuses before the first), and its refusal ends the run.
+        retries_refused: u32::from(end == End::Refused && attempts > 0),
+    };
     log.emit(&Event::Done {
-        end,
-        attempts,
+        ending: &ending,
         max,
-        exit_code,
-        reason,
     });
-    Finish {
-        status,
-        end,
-        attempts,
-        exit_code,
-    }
+    ending
 }
 
 fn earliest(a: Option<(Instant, Limit)>, b: Option<(Instant, Limit)>) -> Option<(Instant, Limit)> {

@@ -98,7 +98,7 @@ impl Sink for Recorder {
     fn emit(&mut self, event: &Event<'_>) {
         match event {
             Event::Attempt { next: Some(w), .. } => self.waits.push(*w),
-            Event::Done { end, .. } => self.end = Some(*end),
+            Event::Done { ending, .. } => self.end = Some(ending.end),
             _ => {}
         }
     }

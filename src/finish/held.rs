@@ -30,7 +30,7 @@ impl Output for HeldOutput {
             let Some(spool) = self.held.take() else {
                 return;
             };
-            if summary.exit_code == exit::SUCCESS {
+            if summary.ending.exit_code == exit::SUCCESS {
                 return;
             }
             let copy = tokio::task::spawn_blocking(move || write_out(&spool));

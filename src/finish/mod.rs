@@ -18,8 +18,7 @@ use crate::attempt::hold::Held;
 use crate::attempt::hook::Hook;
 use nix::sys::signal::Signal;
 
-use crate::classify::Status;
-use crate::event::End;
+use crate::event::Ending;
 use crate::log::Logger;
 use crate::signals::Signals;
 
@@ -31,23 +30,15 @@ pub mod ping;
 mod push;
 mod textfile;
 
-/// What the end-of-run outputs know of a run: built once, read by all.
+/// What the end-of-run outputs know of a run: how it ended (the same
+/// account the log's `done` line and the exit status come from) and when.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunSummary {
     /// Wall-clock time when retry started the run.
     pub started_at: SystemTime,
     /// From the start of the run to its end (the outputs' own time excluded).
     pub duration: Duration,
-    /// Attempts started (0 when the breaker refused the run).
-    pub attempts: u32,
-    /// retry's exit status.
-    pub exit_code: u8,
-    /// How the run ended.
-    pub end: End,
-    /// The last attempt's status (`None` when no attempt ran).
-    pub last_status: Option<Status>,
-    /// Retries the group's retry budget refused (a refusal ends the run).
-    pub retries_refused: u32,
+    pub ending: Ending,
 }
 
 /// What an output may use while it does its work: the log, the signals (an
@@ -161,6 +152,7 @@ impl Outputs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::End;
     use std::cell::RefCell;
     use std::rc::Rc;
 
@@ -178,7 +170,7 @@ mod tests {
             Box::pin(async move {
                 seen.borrow_mut().push(format!(
                     "finished {} after {} attempts",
-                    summary.exit_code, summary.attempts
+                    summary.ending.exit_code, summary.ending.attempts
                 ));
             })
         }
@@ -198,11 +190,14 @@ mod tests {
         let summary = RunSummary {
             started_at: SystemTime::UNIX_EPOCH,
             duration: Duration::from_secs(1),
-            attempts: 3,
-            exit_code: 0,
-            end: End::Success,
-            last_status: None,
-            retries_refused: 0,
+            ending: Ending {
+                end: End::Success,
+                attempts: 3,
+                exit_code: 0,
+                reason: "".into(),
+                last_status: None,
+                retries_refused: 0,
+            },
         };
         runtime.block_on(async {
             let mut log = Logger::stderr();

@@ -205,10 +205,10 @@ impl Output for Ping {
             if ctx.cut.is_some() {
                 return;
             }
-            let (url, what) = if summary.exit_code == 0 {
+            let (url, what) = if summary.ending.exit_code == 0 {
                 (self.url.clone(), "success".to_string())
             } else {
-                let code = summary.exit_code.to_string();
+                let code = summary.ending.exit_code.to_string();
                 (
                     with_segment(&self.url, &code),
                     format!("exit status {code}"),
@@ -249,17 +249,17 @@ impl Output for Ping {
 /// oldest log lines give way first).
 pub fn body(summary: &RunSummary, tail: &str) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "outcome: {}", summary.end.as_str());
-    let _ = writeln!(out, "exit status: {}", summary.exit_code);
-    let _ = writeln!(out, "attempts: {}", summary.attempts);
-    if let Some(last) = &summary.last_status {
+    let _ = writeln!(out, "outcome: {}", summary.ending.end.as_str());
+    let _ = writeln!(out, "exit status: {}", summary.ending.exit_code);
+    let _ = writeln!(out, "attempts: {}", summary.ending.attempts);
+    if let Some(last) = &summary.ending.last_status {
         let _ = writeln!(out, "last attempt: {}", mask::text(&last.to_string()));
     }
-    if summary.retries_refused > 0 {
+    if summary.ending.retries_refused > 0 {
         let _ = writeln!(
             out,
             "retries refused by the group's budget: {}",
-            summary.retries_refused
+            summary.ending.retries_refused
         );
     }
     let _ = writeln!(
@@ -303,18 +303,21 @@ fn truncate_front(s: String, limit: usize) -> String {
 mod tests {
     use super::*;
     use crate::classify::Status;
-    use crate::event::End;
+    use crate::event::{End, Ending};
     use std::time::UNIX_EPOCH;
 
     fn summary() -> RunSummary {
         RunSummary {
             started_at: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
             duration: Duration::from_millis(2_312),
-            attempts: 5,
-            exit_code: 1,
-            end: End::Exhausted,
-            last_status: Some(Status::Exited(1)),
-            retries_refused: 0,
+            ending: Ending {
+                end: End::Exhausted,
+                attempts: 5,
+                exit_code: 1,
+                reason: "".into(),
+                last_status: Some(Status::Exited(1)),
+                retries_refused: 0,
+            },
         }
     }
 

@@ -162,8 +162,8 @@ impl Channel {
                 Verdict::Success => v >= 1 || (json || next.is_some()) && v >= 0,
                 _ => v >= 0,
             },
-            Event::Done { end, attempts, .. } => match end {
-                End::Success => v >= 1 || (v >= 0 && (*attempts > 1 || json)),
+            Event::Done { ending, .. } => match ending.end {
+                End::Success => v >= 1 || (v >= 0 && (ending.attempts > 1 || json)),
                 _ => v >= -1,
             },
             Event::Warning { .. } | Event::Reset { .. } => v >= 0,

@@ -19,13 +19,12 @@ use rustls::pki_types::pem::PemObject;
 
 use crate::attempt::http::{Body, Data, FileSink, HttpAttempt, HttpOptions, Prepared, Sink};
 use crate::drive;
-use crate::event::Event;
+use crate::event::{Ending, Event};
 use crate::exit;
 use crate::fsutil::{self, ResolveError, Rule, Target};
 use crate::human::{escape_controls, io_error};
 use crate::log::{LogFormat, Logger};
 use crate::policy::{Config, parse_header};
-use crate::run::Finish;
 
 pub fn main(config: &Config, request: &HttpOptions, started: Instant, seed: u64) -> u8 {
     if let Err(code) = drive::check_outputs(config) {
@@ -91,10 +90,10 @@ pub fn main(config: &Config, request: &HttpOptions, started: Instant, seed: u64)
 }
 
 /// Puts an accepted body in place: the exit status of the whole run.
-fn deliver(finish: &Finish, attempt: HttpAttempt<'_>, log: &mut Logger) -> u8 {
-    if finish.exit_code != exit::SUCCESS {
+fn deliver(ending: &Ending, attempt: HttpAttempt<'_>, log: &mut Logger) -> u8 {
+    if ending.exit_code != exit::SUCCESS {
         // A `-o` temporary file goes with the attempt, leaving nothing.
-        return finish.exit_code;
+        return ending.exit_code;
     }
     match attempt.into_sink().persist() {
         Ok(()) => exit::SUCCESS,

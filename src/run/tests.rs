@@ -80,7 +80,7 @@ impl Sink for Recorder {
             Event::Attempt {
                 next: Some(wait), ..
             } => self.delays.push(wait.delay),
-            Event::Done { end, .. } => self.ends.push(*end),
+            Event::Done { ending, .. } => self.ends.push(ending.end),
             _ => {}
         }
     }
@@ -95,7 +95,7 @@ fn go_with<S: Sink>(
     takes: Duration,
     signals: &mut Signals,
     sink: &mut S,
-) -> (Finish, Vec<Duration>, Vec<Context>) {
+) -> (Ending, Vec<Duration>, Vec<Context>) {
     let (finish, sleeps, seen, ()) = go_between(policy, statuses, takes, signals, sink, |_| ());
     (finish, sleeps, seen)
 }
@@ -108,7 +108,7 @@ fn go_between<S: Sink, B: Between>(
     signals: &mut Signals,
     sink: &mut S,
     between: impl FnOnce(Rc<FakeClock>) -> B,
-) -> (Finish, Vec<Duration>, Vec<Context>, B) {
+) -> (Ending, Vec<Duration>, Vec<Context>, B) {
     let clock = Rc::new(FakeClock {
         now: Cell::new(Instant::now()),
         sleeps: RefCell::new(Vec::new()),
@@ -143,7 +143,7 @@ fn go(
     policy: &Policy,
     statuses: Vec<Status>,
     takes: Duration,
-) -> (Finish, Vec<Duration>, Vec<Context>) {
+) -> (Ending, Vec<Duration>, Vec<Context>) {
     go_with(policy, statuses, takes, &mut Signals::none(), &mut quiet())
 }
 

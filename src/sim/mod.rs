@@ -15,6 +15,7 @@
 //! figures (`tally`) are counted as the run goes rather than from a list of
 //! every request.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use rand::Rng;
@@ -22,7 +23,7 @@ use rand::Rng;
 use crate::after::{Attempted, Next, Stop, after};
 use crate::backoff::Progress;
 use crate::classify::{Limit, NetFailure, Status, Verdict};
-use crate::event::{End, Event, Sink, Wait};
+use crate::event::{End, Ending, Event, Sink, Wait};
 use crate::exit;
 use crate::human::human;
 use crate::retry_policy::Policy;
@@ -286,13 +287,18 @@ where
                 next,
             });
         };
-        let end = |sink: &mut S, end, exit_code, reason: &str| {
-            sink.emit(&Event::Done {
+        let end = |sink: &mut S, end, status: &Status, verdict, reason: Cow<'static, str>| {
+            let ending = Ending {
                 end,
                 attempts: number,
-                max,
-                exit_code,
+                exit_code: exit::code(status, verdict),
                 reason,
+                last_status: Some(status.clone()),
+                retries_refused: u32::from(end == End::Refused),
+            };
+            sink.emit(&Event::Done {
+                ending: &ending,
+                max,
             });
         };
         // A real run stops an attempt still running at --max-time: its
@@ -320,13 +326,13 @@ where
             Next::Retry(retry) => retry,
             Next::Stop(stop) => {
                 report(sink, status, verdict, None);
-                let reason = match stop {
-                    Stop::Success => String::new(),
+                let reason: Cow<'static, str> = match stop {
+                    Stop::Success => "".into(),
                     Stop::DeadlineDuringAttempt => "--max-time ran out during the attempt".into(),
-                    Stop::Deadline(why) => why.reason(),
+                    Stop::Deadline(why) => why.reason().into(),
                     _ => "no attempts left".into(),
                 };
-                end(sink, stop.end(), exit::code(status, verdict), &reason);
+                end(sink, stop.end(), status, verdict, reason);
                 if stop == Stop::Success {
                     tally.success(now);
                 } else {
@@ -344,8 +350,9 @@ where
                 end(
                     sink,
                     End::Refused,
-                    exit::code(status, verdict),
-                    "the group's retry budget is spent",
+                    status,
+                    verdict,
+                    "the group's retry budget is spent".into(),
                 );
                 gave_up += 1;
                 refused += 1;
@@ -358,7 +365,7 @@ where
                     "the group's next pace slot is after --max-time ({} from now)",
                     human(wait)
                 );
-                end(sink, End::Deadline, exit::code(status, verdict), &reason);
+                end(sink, End::Deadline, status, verdict, reason.into());
                 gave_up += 1;
                 tally.give_up(now);
                 continue;
@@ -389,12 +396,7 @@ where
             }
             Decision::GiveUp(why) => {
                 report(sink, status, verdict, None);
-                end(
-                    sink,
-                    End::Deadline,
-                    exit::code(status, verdict),
-                    &why.reason(),
-                );
+                end(sink, End::Deadline, status, verdict, why.reason().into());
                 gave_up += 1;
                 tally.give_up(now);
             }
