@@ -74,7 +74,7 @@ always\t''
 never\t''"
 complete -c retry -l tcp -d 'Wait for a TCP port: connect to HOST:PORT instead of running a command (repeatable: every target must accept once)' -r
 complete -c retry -l forever -d 'No attempt limit (still bounded by --max-time)'
-complete -c retry -l restart-on-success -d 'Start COMMAND again after a success too, as a service supervisor does; a quick exit still backs off, one up for --reset-after starts from the first step'
+complete -c retry -l restart-on-success -d 'Start COMMAND again after a success too, as a service supervisor does; a quick exit still backs off, one up for --reset-after starts from the first step (not with --simulate, whose clients stop at their first success)'
 complete -c retry -l no-retry-on-timeout -d 'A timed-out attempt is a permanent failure (with a COMMAND: needs --timeout)'
 complete -c retry -l foreground -d 'Run COMMAND in retry\'s own process group (for programs that read the terminal)'
 complete -c retry -l replay-stdin -d 'Read stdin once and give every attempt the same bytes'
@@ -87,6 +87,6 @@ complete -c retry -l compare -d 'Simulate every jitter kind under the same polic
 complete -c retry -l state-required -d 'Exit 125 when the state store cannot be used, instead of running without it'
 complete -c retry -l state-show -d 'Print the group\'s pace schedule, budget count and breaker state, and exit'
 complete -c retry -l ping-log -d 'Send a summary of the run (attempts, times, the log\'s last lines; masked, at most 10 KB) with the final ping'
-complete -c retry -l dry-run -d 'Print the delay schedule this policy produces and run nothing'
+complete -c retry -l dry-run -d 'Print the delay schedule this policy produces and run nothing (hooks, --hold-output, --idle-timeout and the reports are refused with it)'
 complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retry -s V -l version -d 'Print version'

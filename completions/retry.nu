@@ -46,7 +46,7 @@ module completions {
     --timeout(-t): string     # Per-attempt time limit; the attempt's process group is then stopped (0 or inf: none)
     --idle-timeout: string    # Stop an attempt after DUR without progress: no byte received (HTTP mode), or nothing written to stdout or stderr by COMMAND (0 or inf: none) [default: 30s in HTTP mode, none for a COMMAND]
     --reset-after: string     # An attempt that ran at least DUR before failing resets the backoff
-    --restart-on-success      # Start COMMAND again after a success too, as a service supervisor does; a quick exit still backs off, one up for --reset-after starts from the first step
+    --restart-on-success      # Start COMMAND again after a success too, as a service supervisor does; a quick exit still backs off, one up for --reset-after starts from the first step (not with --simulate, whose clients stop at their first success)
     --stagger: string         # Wait a random time from 0 to DUR before the first attempt, so that a fleet started at the same moment (one cron minute) does not start in step
     --seed: string            # Seed for the jitter RNG, 0 to 2^53-1: the same schedule on every platform and version [default: from the OS]
     --retry-on: string        # Only these exit codes are retryable (e.g. 1,75,100-110)
@@ -110,7 +110,7 @@ module completions {
     --color: string@"nu-complete retry color" # Colour retry's own log prefix and outcome words [default: auto]
     --ci-annotations: string@"nu-complete retry ci_annotations" # GitHub Actions annotations for failed attempts and giving up [default: auto]
     --tcp: string             # Wait for a TCP port: connect to HOST:PORT instead of running a command (repeatable: every target must accept once)
-    --dry-run                 # Print the delay schedule this policy produces and run nothing
+    --dry-run                 # Print the delay schedule this policy produces and run nothing (hooks, --hold-output, --idle-timeout and the reports are refused with it)
     --help(-h)                # Print help (see more with '--help')
     --version(-V)             # Print version
     ...command: string        # The command to run, and its arguments

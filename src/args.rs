@@ -47,15 +47,6 @@ fn parse_args() -> Result<cli::Cli, clap::Error> {
         Ok(m) => m,
         Err(e) => return Err(blame_env(e, &args)),
     };
-    // Only a --max on the command line contradicts --forever; RETRY_MAX from
-    // the environment yields to it (policy ignores the limit with --forever).
-    if matches.get_flag("forever") && matches.value_source("max") == Some(ValueSource::CommandLine)
-    {
-        return Err(command.error(
-            clap::error::ErrorKind::ArgumentConflict,
-            "the argument '--forever' cannot be used with '--max <N>'",
-        ));
-    }
     let mut cli = cli::Cli::from_arg_matches(&matches)?;
     // `-d` and `--data-binary` pieces are joined in command-line order.
     let mut pieces: Vec<(usize, bool)> = ["data", "data_binary"]

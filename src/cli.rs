@@ -207,7 +207,8 @@ pub struct Cli {
     pub reset_after: Option<String>,
 
     /// Start COMMAND again after a success too, as a service supervisor does; a quick exit
-    /// still backs off, one up for --reset-after starts from the first step
+    /// still backs off, one up for --reset-after starts from the first step (not with
+    /// --simulate, whose clients stop at their first success)
     #[arg(long, help_heading = "Policy")]
     pub restart_on_success: bool,
 
@@ -447,7 +448,8 @@ pub struct Cli {
     )]
     pub tcp: Vec<String>,
 
-    /// Print the delay schedule this policy produces and run nothing
+    /// Print the delay schedule this policy produces and run nothing (hooks, --hold-output,
+    /// --idle-timeout and the reports are refused with it)
     #[arg(long, help_heading = "Modes")]
     pub dry_run: bool,
 

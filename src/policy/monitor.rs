@@ -22,29 +22,13 @@ const LABEL_FORM: &str = "KEY=VALUE, KEY a Prometheus label name ([a-zA-Z_][a-zA
 
 /// The monitoring options for `mode`.
 pub(super) fn options(cli: &Cli, names: &Names, mode: &Mode) -> Result<FinishOptions, UsageError> {
-    let m = &cli.monitor;
     let runs_nothing = match mode {
-        Mode::DryRun { .. } => Some("--dry-run"),
-        Mode::Simulate { .. } => Some("--simulate"),
-        Mode::StateShow => Some("--state-show"),
-        Mode::Run { .. } | Mode::Http { .. } | Mode::Tcp { .. } => None,
+        Mode::DryRun { .. } | Mode::Simulate { .. } | Mode::StateShow => true,
+        Mode::Run { .. } | Mode::Http { .. } | Mode::Tcp { .. } => false,
     };
-    if let Some(by) = runs_nothing {
-        // RETRY_PING set for the user's real runs does not stand in the way
-        // of a preview; a flag given does.
-        let given = [
-            ("--metrics-file", m.metrics_file.is_some()),
-            ("--metrics-push", m.metrics_push.is_some()),
-            ("--metrics-job", m.metrics_job.is_some()),
-            ("--metrics-label", !m.metrics_label.is_empty()),
-            ("--ping", m.ping.is_some() && !names.came_from_env("ping")),
-            ("--ping-log", m.ping_log),
-        ];
-        if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
-            return Err(UsageError(format!(
-                "{flag} reports on a run, and {by} runs nothing: leave it out"
-            )));
-        }
+    if runs_nothing {
+        // `modes` has refused the flags; RETRY_PING, set for the user's
+        // real runs, is left alone.
         return Ok(FinishOptions::default());
     }
     Ok(FinishOptions {

@@ -128,29 +128,3 @@ fn replay_max(cli: &Cli, names: &Names) -> Result<Option<u64>, UsageError> {
     }
     Ok(max)
 }
-
-/// The flags of a COMMAND's exit codes, by name, and whether each was given.
-pub(super) fn exit_code_flags(cli: &Cli) -> [(&'static str, bool); 3] {
-    [
-        ("--retry-on", cli.retry_on.is_some()),
-        ("--stop-on", cli.stop_on.is_some()),
-        ("--success-on", cli.success_on.is_some()),
-    ]
-}
-
-/// The process flags given on the command line, by name: none of them has
-/// any effect where no process runs (`--http`, `--simulate`).
-pub(super) fn given(cli: &Cli) -> [(&'static str, bool); 6] {
-    let from_env = Names(&cli.from_env).came_from_env("replay_stdin_max");
-    [
-        ("--stop-signal", cli.stop_signal.is_some()),
-        ("--kill-after", cli.kill_after.is_some()),
-        ("--foreground", cli.foreground),
-        ("--replay-stdin", cli.replay_stdin),
-        ("--hold-output", cli.hold_output),
-        (
-            "--replay-stdin-max",
-            cli.replay_stdin_max.is_some() && !from_env,
-        ),
-    ]
-}
