@@ -167,9 +167,23 @@ fn clap_error(e: &clap::Error) -> u8 {
 }
 
 /// clap lists the accepted values on a later line; keep them on the one
-/// line. A missing value gets the accepted form of its flag.
+/// line. A missing value gets the accepted form of its flag; an unknown
+/// flag, retry's name for it (another tool's name, or a near typo).
 fn accepted_hint(e: &clap::Error) -> String {
     use clap::error::{ContextKind, ContextValue};
+    if e.kind() == clap::error::ErrorKind::UnknownArgument {
+        let flag = match e.get(ContextKind::InvalidArg) {
+            Some(ContextValue::String(flag)) => flag.as_str(),
+            _ => "",
+        };
+        if let Some(ours) = crate::hint::other_tools_flag(flag) {
+            return format!("; did you mean {ours}?");
+        }
+        return match e.get(ContextKind::SuggestedArg) {
+            Some(ContextValue::String(ours)) => format!("; did you mean {ours}?"),
+            _ => String::new(),
+        };
+    }
     match e.get(ContextKind::ValidValue) {
         Some(ContextValue::Strings(values)) if !values.is_empty() => {
             format!("; accepted: {}", values.join(", "))

@@ -18,6 +18,7 @@ pub mod event;
 pub mod exit;
 pub mod finish;
 pub mod fsutil;
+pub mod hint;
 pub mod human;
 pub mod log;
 pub mod mask;

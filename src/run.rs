@@ -271,7 +271,7 @@ where
     /// Why the run stops after `tried`, in words.
     fn reason(&self, tried: &Tried, stop: AfterStop) -> String {
         let status = &tried.status;
-        match stop {
+        let reason = match stop {
             AfterStop::Success => String::new(),
             AfterStop::Interrupted(sig) => format!(
                 "interrupted by {} during attempt {}",
@@ -287,6 +287,10 @@ where
             }
             AfterStop::Exhausted => format!("no attempts left (last: {status})"),
             AfterStop::Deadline(why) => why.reason(),
+        };
+        match &tried.details.hint {
+            Some(hint) => format!("{reason}; {hint}"),
+            None => reason,
         }
     }
 

@@ -139,4 +139,8 @@ pub struct Details {
     /// retry's own stdout is a pipe whose reader has gone: whatever another
     /// attempt printed would go nowhere.
     pub reader_gone: bool,
+    /// What the command line most likely meant, when the attempt shows a
+    /// mistake that parsed (`retry 5 curl …`): added to the reason when the
+    /// run ends on this attempt.
+    pub hint: Option<String>,
 }

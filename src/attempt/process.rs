@@ -291,7 +291,11 @@ impl Attempt for ProcessAttempt {
             Ok(pid) => pid,
             Err(e) => {
                 watchdog::clear();
-                return start_failure(&e, program);
+                let status = start_failure(&e, program);
+                if matches!(status, Status::NotFound(_)) {
+                    self.details.hint = crate::hint::command_not_found(&self.command);
+                }
+                return status;
             }
         };
         let started = Instant::now();
@@ -625,6 +629,14 @@ async fn sleep_until(at: Option<Instant>) {
 /// processes, memory or descriptors is worth another try.
 fn start_failure(e: &io::Error, program: &OsStr) -> Status {
     let name = program.to_string_lossy().into_owned();
+    // A URL, or a whole command line given as one word (`retry "curl -u
+    // me:pw …"`), is shown as the log shows a command line: masked.
+    let words: Vec<OsString> = name.split_whitespace().map(OsString::from).collect();
+    let mut shown = crate::mask::command_line(&words);
+    if let Some(first) = shown.first_mut().filter(|w| w.contains("://")) {
+        *first = crate::mask::url(first);
+    }
+    let name = shown.join(" ");
     match e.raw_os_error() {
         Some(libc::ENOENT) => Status::NotFound(name),
         Some(libc::EAGAIN | libc::ENOMEM | libc::EMFILE | libc::ENFILE) => {

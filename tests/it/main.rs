@@ -7,6 +7,7 @@ mod docs;
 mod dry_run;
 mod examples;
 mod forever;
+mod hints;
 mod hold;
 mod hooks;
 mod http;
