@@ -161,6 +161,11 @@ pub struct Cli {
 
     /// Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit
     /// (0 or inf: none)
+    ///
+    /// A wait that would pass the deadline is drawn again, with the same jitter, inside the time
+    /// left, to end v/60 before it (v: the top of the range the wait was drawn from; 30s once the
+    /// default cap is reached), so a last attempt starts shortly before the deadline. With less
+    /// than v/6 left (5s under a 30s cap), such a wait ends the run instead.
     #[arg(
         long,
         value_name = "DUR",
