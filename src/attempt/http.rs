@@ -234,10 +234,18 @@ impl<'t> HttpAttempt<'t> {
             return match self.deliver(response, from, progress).await {
                 Ok(()) => {
                     self.partial = None;
-                    Status::Http {
-                        code: reported,
-                        retry_after,
-                    }
+                    // The log shows what the server answered: a continuation's
+                    // 206, unless --expect leaves 206 out, where the status it
+                    // continues is the one judged, and shown.
+                    let code = if code == 206 && !self.expect.contains(206) {
+                        self.notes.push(format!(
+                            "HTTP 206: the rest of the HTTP {reported} body, from byte {from}"
+                        ));
+                        reported
+                    } else {
+                        code
+                    };
+                    Status::Http { code, retry_after }
                 }
                 Err(Delivery::Cut(e)) => Status::Net {
                     failure: if progress.live.get() {
