@@ -289,10 +289,13 @@ impl<'t> HttpAttempt<'t> {
                 // A copy per request: small next to a network round trip.
                 request = request.body(b.clone());
             }
-            let response = request
-                .send()
-                .await
-                .map_err(|e| reply::failure(&e, self.cacert))?;
+            let response = match request.send().await {
+                Ok(r) => r,
+                Err(e) => {
+                    let status = reply::failure(&e, self.cacert);
+                    return Err(reply::or_tls_behind_http(status, &url).await);
+                }
+            };
             progress.touch();
             if response.version() == Version::HTTP_09 {
                 return Err(reply::not_http(response).await);
