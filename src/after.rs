@@ -282,10 +282,15 @@ mod tests {
     }
 
     #[test]
-    fn a_wait_past_the_deadline_or_a_retry_after_gives_up() {
+    fn a_wait_past_the_deadline_is_drawn_again_or_gives_up() {
         let mut p = policy();
-        p.max_time = Some(ms(550));
         let failed = Status::Exited(1);
+        // 50 ms left: the 100 ms wait is drawn again to end before --max-time.
+        p.max_time = Some(ms(550));
+        let w = wait_of(next(&p, 1, &failed, Verdict::Retryable));
+        assert!(w < ms(50), "{w:?}");
+        // 10 ms left: too little for another attempt.
+        p.max_time = Some(ms(510));
         assert!(matches!(
             next(&p, 1, &failed, Verdict::Retryable),
             Next::Stop(Stop::Deadline(GiveUp::PastDeadline { .. }))

@@ -18,20 +18,37 @@ pub use monitor::MonitorArgs;
 pub use sim::{FormatArg, ModelArg, SimArgs};
 pub use state::StateArgs;
 
-/// What `-h` prints after the options: where the rest is.
+/// What `-h` prints after the options: where the rest is, then five
+/// examples, last, where a reader of a short help looks first.
 const AFTER_HELP: &str = "\
-'retry --help' adds examples, exit status and environment; 'man retry' has it all.";
+'retry --help' explains every option and adds exit statuses and environment; 'man retry' has it all.
 
-/// What `--help` prints after the options: examples, the exit statuses
-/// (drawn from `exit::TABLE`, like the man page's), and the environment.
+Examples:
+  retry --max-time 2m -- curl -fsS http://localhost:8080/health   # wait for a service
+  retry --max 3 --timeout 10m -- make integration-test            # a flaky CI step
+  retry --hold-output -q --max-time 5m -- /usr/local/bin/sync     # cron: silent unless it fails
+  retry --max-time 1m --tcp db:5432 && ./migrate.sh               # wait for a port, then go on
+  retry --dry-run --max-time 1m --seed 7                          # the waits, without running";
+
+/// What `--help` prints after the options: the exit statuses (drawn from
+/// `exit::TABLE`, like the man page's) and the environment. Its examples
+/// come before the options ([`EXAMPLES`]).
 fn after_long_help() -> String {
-    format!("{EXAMPLES}\n{}\n{ENVIRONMENT}", crate::exit::help_section())
+    format!("{}\n{ENVIRONMENT}", crate::exit::help_section())
 }
+
+/// The help's layout: clap's own, with `--help`'s examples between the
+/// usage and the options, where they are seen without scrolling.
+const HELP_TEMPLATE: &str = "\
+{about-with-newline}
+{usage-heading} {usage}
+
+{before-help}{all-args}{after-help}";
 
 const EXAMPLES: &str = "\
 Examples:
-  Wait for a service in a shell script:
-    retry --max 10 --cap 5s -- curl -fsS http://localhost:8080/health
+  Wait up to two minutes for a service in a shell script:
+    retry --max-time 2m --cap 5s -- curl -fsS http://localhost:8080/health
   A flaky CI step, each attempt limited to 10 minutes:
     retry --max 3 --timeout 10m -- make integration-test
   A cron job that prints nothing unless it fails, and never retries a bad config (exit 78):
@@ -39,8 +56,7 @@ Examples:
   Wait up to a minute for a database port, then migrate:
     retry --max-time 1m --tcp db:5432 && ./migrate.sh
   Preview the delays a policy produces, without running anything:
-    retry --dry-run --max 6 --base 500ms --jitter decorrelated --seed 7
-";
+    retry --dry-run --max 6 --base 500ms --jitter decorrelated --seed 7";
 
 const ENVIRONMENT: &str = "\
 Environment:
@@ -65,7 +81,9 @@ Environment:
     version,
     about,
     long_about,
+    help_template = HELP_TEMPLATE,
     after_help = AFTER_HELP,
+    before_long_help = EXAMPLES,
     after_long_help = after_long_help(),
     // Wide enough for the option table, narrow enough to read; help on a
     // smaller terminal still wraps to fit.
@@ -161,6 +179,11 @@ pub struct Cli {
 
     /// Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit
     /// (0 or inf: none)
+    ///
+    /// A wait that would pass the deadline is drawn again, with the same jitter, inside the time
+    /// left, to end v/60 before it (v: the top of the range the wait was drawn from; 30s once the
+    /// default cap is reached), so a last attempt starts shortly before the deadline. With less
+    /// than v/6 left (5s under a 30s cap), such a wait ends the run instead.
     #[arg(
         long,
         value_name = "DUR",

@@ -342,6 +342,12 @@ fn duration(
             "invalid value '{}' for {name}: too large (at most about 584 billion years); expected {form}",
             s.trim()
         ))),
+        Err(DurError::MinutesOrMonths) => Err(UsageError(format!(
+            "invalid value '{}' for {name}: M could mean minutes or months; write {} or {}",
+            s.trim(),
+            duration::with_m_as(s, "min"),
+            duration::with_m_as(s, "month")
+        ))),
         // A flag given no value took the next word.
         Err(DurError::Invalid) if s.trim_start().starts_with('-') => {
             Err(missing_value(&name, s, form))

@@ -234,10 +234,18 @@ impl<'t> HttpAttempt<'t> {
             return match self.deliver(response, from, progress).await {
                 Ok(()) => {
                     self.partial = None;
-                    Status::Http {
-                        code: reported,
-                        retry_after,
-                    }
+                    // The log shows what the server answered: a continuation's
+                    // 206, unless --expect leaves 206 out, where the status it
+                    // continues is the one judged, and shown.
+                    let code = if code == 206 && !self.expect.contains(206) {
+                        self.notes.push(format!(
+                            "HTTP 206: the rest of the HTTP {reported} body, from byte {from}"
+                        ));
+                        reported
+                    } else {
+                        code
+                    };
+                    Status::Http { code, retry_after }
                 }
                 Err(Delivery::Cut(e)) => Status::Net {
                     failure: if progress.live.get() {
@@ -281,10 +289,13 @@ impl<'t> HttpAttempt<'t> {
                 // A copy per request: small next to a network round trip.
                 request = request.body(b.clone());
             }
-            let response = request
-                .send()
-                .await
-                .map_err(|e| reply::failure(&e, self.cacert))?;
+            let response = match request.send().await {
+                Ok(r) => r,
+                Err(e) => {
+                    let status = reply::failure(&e, self.cacert);
+                    return Err(reply::or_tls_behind_http(status, &url).await);
+                }
+            };
             progress.touch();
             if response.version() == Version::HTTP_09 {
                 return Err(reply::not_http(response).await);

@@ -397,7 +397,8 @@ impl Attempt for ProcessAttempt {
         }
 
         // One poll: `retry -- producer | head` where the producer exits
-        // with a code of its own on EPIPE (Python's BrokenPipeError).
+        // with a code of its own on EPIPE (Python's BrokenPipeError); or a
+        // stdout closed from the start, which no attempt can write to.
         self.details.reader_gone = stdout_reader_gone();
 
         match (stop, ended) {

@@ -501,9 +501,12 @@ mod tests {
         assert_eq!((o.arrivals().len(), o.gave_up), (30, 10));
         let mut p = policy(Jitter::None, None);
         p.max_time = Some(ms(1000));
-        // 0, 100, 300, 700; the next (1500 ms) is past the deadline.
+        // 0, 100, 300, 700; the next (1500 ms) would pass the deadline and is
+        // drawn again to end 800/60 ms before it; the one after would pass it
+        // with too little time left.
         let o = sim(&p, Model::Outage { until: ms(60_000) }, 10, 1);
-        assert_eq!((o.arrivals().len(), o.gave_up), (40, 10));
+        assert_eq!((o.arrivals().len(), o.gave_up), (50, 10));
+        assert_eq!(o.arrivals()[40..], [Duration::from_nanos(986_666_667); 10]);
     }
 
     #[test]

@@ -127,3 +127,51 @@ fn the_compose_wait_runs_the_migration_once_the_port_opens() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "migrated\n");
 }
+
+#[test]
+fn examples_come_before_the_contributors_set_up_and_the_first_has_a_deadline() {
+    let text = readme();
+    let at = |heading: &str| {
+        text.find(&format!("\n{heading}\n"))
+            .unwrap_or_else(|| panic!("README has no {heading}"))
+    };
+    assert!(at("## Examples") < at("## Set up"));
+    let first = text
+        .lines()
+        .find(|l| l.starts_with("retry "))
+        .expect("a first example");
+    assert!(first.contains("--max-time"), "{first}");
+}
+
+/// What the README says the default policy waits in all: about 7.5 s (a
+/// random time below 1, 2, 4 and 8 s), where `curl --retry 5` waits 31 s.
+#[test]
+fn the_default_policy_waits_about_seven_and_a_half_seconds_in_all() {
+    let totals: Vec<f64> = (1..=100)
+        .map(|seed| {
+            let out = command()
+                .args(["--dry-run", "--seed", &seed.to_string()])
+                .output()
+                .expect("retry runs");
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let last = text
+                .lines()
+                .rfind(|l| l.trim_start().starts_with('4'))
+                .expect("four retries");
+            // Rows end with the total wait (`7s 123ms`, `980ms`).
+            let total = &last[44..];
+            let mut secs = 0.0;
+            for part in total.split_whitespace() {
+                secs += match part.strip_suffix("ms") {
+                    Some(ms) => ms.parse::<f64>().expect("ms") / 1000.0,
+                    None => part.trim_end_matches('s').parse::<f64>().expect("s"),
+                };
+            }
+            secs
+        })
+        .collect();
+    let mean = totals.iter().sum::<f64>() / totals.len() as f64;
+    assert!((6.5..8.5).contains(&mean), "mean {mean}");
+    assert!(totals.iter().all(|t| *t <= 15.0), "{totals:?}");
+    assert!(readme().contains("about 7.5 s in all"));
+}

@@ -254,6 +254,41 @@ fn a_download_cut_several_times_is_resumed_and_whole() {
 }
 
 #[test]
+fn a_resumed_download_is_logged_as_the_206_the_server_sent() {
+    let body = content(200_000);
+    let tag = Some("\"v1\"");
+    let cut_then_whole = || {
+        Server::start(vec![
+            reply(200)
+                .resource(&body, tag, true)
+                .stall_after(70_000, Duration::ZERO),
+            reply(200).resource(&body, tag, true),
+        ])
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("download");
+    let s = cut_then_whole();
+    let r = download(&s.url, &file, &["-v"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(range_of(&s.seen()[1]), Some(70_000));
+    assert!(r.stderr.contains("succeeded (HTTP 206)"), "{}", r.stderr);
+    assert!(!r.stderr.contains("HTTP 200"), "{}", r.stderr);
+    assert_eq!(std::fs::read(&file).expect("read"), *body);
+    // An --expect without 206 judges, and shows, the status it continues.
+    std::fs::remove_file(&file).expect("rm");
+    let s = cut_then_whole();
+    let r = download(&s.url, &file, &["--expect", "200", "-v"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("succeeded (HTTP 200)"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("HTTP 206: the rest of the HTTP 200 body, from byte 70000"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
 fn a_whole_answer_to_a_range_starts_over() {
     let body = content(200_000);
     let s = Server::start(vec![
