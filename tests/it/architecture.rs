@@ -191,9 +191,17 @@ fn references(
         .iter()
         .map(|l| format!("{}\n", l.split("//").next().unwrap_or("")))
         .collect();
+    // Where the file's test module starts (`mod tests`, `pub(crate) mod
+    // tests`, at the start of a line).
     let tests_from = code
         .match_indices("mod tests")
-        .find(|(i, _)| *i == 0 || code.as_bytes()[i - 1] == b'\n')
+        .find(|(i, _)| {
+            let line_start = code[..*i].rfind('\n').map_or(0, |n| n + 1);
+            matches!(
+                &code[line_start..*i],
+                "" | "pub " | "pub(crate) " | "pub(super) "
+            )
+        })
         .map_or(usize::MAX, |(i, _)| i);
     // The crate root's children sit at the top, not under `lib`.
     let own: Vec<String> = if module == ["lib"] {
@@ -434,6 +442,10 @@ fn the_import_reader_sees_groups_and_super_paths() {
         session.iter().any(|p| p.starts_with("state::rules")),
         "{session:?}"
     );
+    // `super::*` inside a `pub(crate) mod tests` is the file's own module,
+    // not the crate root.
+    let backoff = refs("backoff.rs");
+    assert!(!backoff.iter().any(|p| p == "lib"), "{backoff:?}");
     // The crate root names its modules by bare paths.
     let lib = refs("lib.rs");
     assert!(lib.iter().any(|p| p == "mode::command::main"), "{lib:?}");
