@@ -61,13 +61,10 @@ const PIPE_BIT: u64 = 1 << 12;
 
 #[test]
 fn as_pid_1_of_a_new_pid_namespace_zombies_never_hold_cleanup_up() {
-    if Command::new("unshare")
-        .args(["--fork", "--pid", "--mount-proc", "true"])
-        .status()
-        .map_or(true, |s| !s.success())
-    {
-        // Creating namespaces needs root (or user namespaces); say so loudly.
-        eprintln!("SKIPPED as_pid_1_of_a_new_pid_namespace: unshare --pid is not permitted here");
+    if !crate::need::unshare(
+        &["--fork", "--pid", "--mount-proc", "true"],
+        "a PID namespace",
+    ) {
         return;
     }
     let dir = scratch();

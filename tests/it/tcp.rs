@@ -112,12 +112,8 @@ fn every_target_must_accept_and_one_that_did_is_not_probed_again() {
 
 #[test]
 fn an_ipv6_literal_is_probed_on_its_own_address() {
-    let listener = match TcpListener::bind("[::1]:0") {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("SKIPPED: no IPv6 loopback here ({e})");
-            return;
-        }
+    let Some(listener) = crate::need::listener("[::1]:0") else {
+        return;
     };
     let port = listener.local_addr().unwrap().port();
     let out = retry(args(&["--max=1", "--tcp", &format!("[::1]:{port}")])).run();
@@ -213,7 +209,7 @@ exec "$@""#;
     let code = out.status.code().unwrap_or(-1);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     if (code == 1 && stderr.contains("unshare")) || code == 97 || code == 98 {
-        eprintln!("SKIPPED: cannot make a private mount namespace here: {stderr}");
+        crate::need::met(false, &format!("a private mount namespace: {stderr}"));
         return None;
     }
     Some(Outcome::from_output(out))
@@ -226,8 +222,7 @@ fn a_name_with_several_addresses_is_tried_on_each() {
     // must get past a refusal to succeed.
     let hosts = "127.0.0.1 db.test\n127.0.0.2 db.test\n";
     for listening in ["127.0.0.1", "127.0.0.2"] {
-        let Ok(listener) = TcpListener::bind((listening, 0)) else {
-            eprintln!("SKIPPED: cannot listen on {listening}");
+        let Some(listener) = crate::need::listener(&format!("{listening}:0")) else {
             return;
         };
         let port = listener.local_addr().unwrap().port();
