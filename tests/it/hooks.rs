@@ -184,8 +184,6 @@ fn start_hook(flag: &str, extra: &[&str]) -> (crate::util::Running, tempfile::Te
     let mut args = vec!["--base", "10ms", flag, hook.as_str()];
     args.extend_from_slice(extra);
     let running = retry_sh(&args, "exit 1").spawn();
-    wait_for_file(&pid_file, SETTLE);
-    std::thread::sleep(Duration::from_millis(50));
     let pid = read_pid(&pid_file);
     (running, dir, pid)
 }

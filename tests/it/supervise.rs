@@ -108,8 +108,6 @@ fn kill_9_of_retry_takes_the_command_along() {
         &format!("echo $$ > {}; exec sleep 30", path_str(&pid_file)),
     )
     .spawn();
-    wait_for_file(&pid_file, SETTLE);
-    std::thread::sleep(Duration::from_millis(50));
     let child = read_pid(&pid_file);
     running.signal(Signal::SIGKILL);
     assert!(gone_within(child, SETTLE), "the command outlived retry");

@@ -157,6 +157,17 @@ fn hold_lock(dir: &str, group: &str) -> std::fs::File {
     f
 }
 
+/// Whether process `pid` is blocked waiting for a lock: /proc/locks lists
+/// each blocked request as a `->` line with the waiter's pid.
+fn waits_for_a_lock(pid: i32) -> bool {
+    std::fs::read_to_string("/proc/locks").is_ok_and(|locks| {
+        locks.lines().any(|l| {
+            let mut fields = l.split_whitespace().skip(1);
+            fields.next() == Some("->") && fields.nth(3) == Some(&pid.to_string())
+        })
+    })
+}
+
 #[test]
 fn a_stuck_lock_holder_costs_a_bounded_wait_then_the_run_goes_on() {
     let store = Store::local();
@@ -211,7 +222,10 @@ fn a_lock_wait_leaves_the_command_its_run_and_gives_way_to_signals() {
     assert!(out.elapsed < Duration::from_secs(5), "{:?}", out.elapsed);
 
     let running = retry_sh(&["--group", "g", "--state", &s, "--breaker"], "exit 0").spawn();
-    thread::sleep(Duration::from_millis(300));
+    let pid = running.pid().as_raw();
+    crate::util::wait_until(Duration::from_secs(20), "retry waits for the lock", || {
+        waits_for_a_lock(pid)
+    });
     running.signal(nix::sys::signal::Signal::SIGTERM);
     let out = running.wait();
     assert_eq!(out.code(), 143, "{}", out.stderr_text());
