@@ -111,16 +111,22 @@ fn the_compose_wait_runs_the_migration_once_the_port_opens() {
         path_str(&bin_dir),
         std::env::var("PATH").unwrap_or_default()
     );
+    // The command as the README gives it; its log also goes to a file
+    // (through the environment), to see it wait.
+    let dir = crate::util::scratch();
+    let log = dir.path().join("log");
     let child = std::process::Command::new("sh")
         .args(["-c", &script])
         .env_clear()
         .env("PATH", path)
+        .env("RETRY_LOG_FILE", &log)
+        .env("RETRY_LOG_FORMAT", "json")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // The database comes up a moment later.
-    std::thread::sleep(Duration::from_millis(700));
+    // The database comes up once retry has found it down.
+    crate::util::wait_for_line(&log, "\"outcome\":\"retryable\"", Duration::from_secs(20));
     let listener = TcpListener::bind(("127.0.0.1", port)).expect("the port is still free");
     let out = child.wait_with_output().unwrap();
     drop(listener);

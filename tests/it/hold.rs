@@ -83,7 +83,8 @@ fn binary_output_is_held_byte_for_byte() {
 
 /// Starts a run whose attempt `n` writes a line on each stream, marks that
 /// it has, and then sleeps; other attempts fail at once. Returns once
-/// attempt `seen` has written.
+/// attempt `seen` has written. The JSON log goes to `log` in the directory
+/// returned (stderr keeps only the final line, as with -q).
 fn start_hanging_on(n: u32, seen: u32, base: &str) -> (crate::util::Running, tempfile::TempDir) {
     let dir = scratch();
     let script = format!(
@@ -91,7 +92,22 @@ fn start_hanging_on(n: u32, seen: u32, base: &str) -> (crate::util::Running, tem
          [ $RETRY_ATTEMPT = {n} ] && exec sleep 30; exit 1",
         d = path_str(dir.path())
     );
-    let running = retry_sh(&["-q", "--hold-output", "--max=5", "--base", base], &script).spawn();
+    let log = path_str(&dir.path().join("log"));
+    let running = retry_sh(
+        &[
+            "-q",
+            "--hold-output",
+            "--max=5",
+            "--base",
+            base,
+            "--log-format",
+            "json",
+            "--log-file",
+            &log,
+        ],
+        &script,
+    )
+    .spawn();
     wait_for_file(&dir.path().join(format!("at.{seen}")), SETTLE);
     (running, dir)
 }
@@ -112,8 +128,12 @@ fn a_signal_during_an_attempt_still_brings_its_output_out() {
 fn a_signal_during_the_wait_brings_the_failed_attempts_output_out() {
     // Attempt 1 fails at once; the next one is 30 s away.
     let (running, dir) = start_hanging_on(9, 1, "30s");
-    // Attempt 1 has written its marker; give it time to end.
-    std::thread::sleep(Duration::from_millis(300));
+    // Attempt 1 has ended and the wait has begun.
+    crate::util::wait_for_line(
+        &dir.path().join("log"),
+        crate::util::SLEEP_EVENT,
+        Duration::from_secs(20),
+    );
     running.signal(Signal::SIGINT);
     let out = running.wait();
     out.expect_code(130);

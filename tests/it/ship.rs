@@ -256,9 +256,20 @@ fn annotations_appear_under_github_actions() {
 
 #[test]
 fn annotations_absent_outside_github_actions() {
-    assert!(annotations(&stderr_of(two_failures(&mut retry()))).is_empty());
+    let unset = stderr_of(two_failures(&mut retry()));
     let not_true = stderr_of(two_failures(retry().env("GITHUB_ACTIONS", "false")));
-    assert!(annotations(&not_true).is_empty());
+    for stderr in [unset, not_true] {
+        // The plain lines the annotations would repeat are there.
+        assert!(
+            stderr.contains("retry: attempt 1/2 failed (exit 3)"),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("retry: giving up after 2 attempts"),
+            "{stderr}"
+        );
+        assert!(annotations(&stderr).is_empty(), "{stderr}");
+    }
 }
 
 #[test]
@@ -293,9 +304,17 @@ fn json_log_on_stderr_stays_pure_json_under_github_actions() {
             .env("GITHUB_ACTIONS", "true")
             .args(["--log-format", "json"]),
     ));
-    for line in stderr.lines() {
-        serde_json::from_str::<serde_json::Value>(line).expect("every line is JSON");
-    }
+    let events: Vec<serde_json::Value> = stderr
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("every line is JSON"))
+        .collect();
+    // The whole log is there: start, two attempts with their waits, done.
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["start", "attempt", "sleep", "attempt", "done"],
+        "{stderr}"
+    );
 }
 
 // ---- colour and the countdown ---------------------------------------------------
@@ -355,7 +374,9 @@ fn no_escapes_on_a_terminal_with_color_never() {
 
 #[test]
 fn no_escapes_on_a_dumb_terminal() {
-    let (out, _) = in_pty(&quick(&[]), &[("TERM", "dumb")]);
+    let (out, code) = in_pty(&quick(&[]), &[("TERM", "dumb")]);
+    assert_eq!(code, Some(3));
+    assert!(out.contains("retry: attempt 1/2 failed"), "{out:?}");
     assert!(!out.contains(ESC), "{out:?}");
 }
 
@@ -396,12 +417,16 @@ fn countdown_shows_during_a_long_wait_and_is_erased_before_the_child_runs() {
 
 #[test]
 fn no_countdown_when_quiet() {
-    let (out, _) = in_pty(
+    let (out, code) = in_pty(
         &[
             "-q", "--max", "2", "--base", "1500ms", "--jitter", "none", "--", "false",
         ],
         &[],
     );
+    // The run went through its wait (the control case above draws the
+    // countdown in it) and said only its last word.
+    assert_eq!(code, Some(1));
+    assert!(out.contains("after 2 attempts in"), "{out:?}");
     assert!(!out.contains("starts in"), "{out:?}");
 }
 

@@ -323,6 +323,37 @@ pub fn wait_for_file(path: &Path, within: Duration) {
     }
 }
 
+/// Poll until `ready()` holds; fails, naming `what`, after `within`.
+#[track_caller]
+pub fn wait_until(within: Duration, what: &str, mut ready: impl FnMut() -> bool) {
+    let until = Instant::now() + within;
+    while !ready() {
+        assert!(Instant::now() < until, "{what}: not within {within:?}");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Poll until a line of the file at `path` (a `--log-file`) contains
+/// `needle`; returns that line. Fails after `within`.
+#[track_caller]
+pub fn wait_for_line(path: &Path, needle: &str, within: Duration) -> String {
+    let mut found = None;
+    wait_until(
+        within,
+        &format!("no line with {needle:?} in {}", path.display()),
+        || {
+            found = std::fs::read_to_string(path)
+                .ok()
+                .and_then(|text| text.lines().find(|l| l.contains(needle)).map(String::from));
+            found.is_some()
+        },
+    );
+    found.unwrap_or_default()
+}
+
+/// The JSON log's line for a backoff wait that has begun.
+pub const SLEEP_EVENT: &str = "\"event\":\"sleep\"";
+
 /// Poll until something accepts connections on 127.0.0.1:`port`; fails,
 /// naming `what`, after `within`.
 #[track_caller]
@@ -334,19 +365,43 @@ pub fn wait_for_port(port: u16, within: Duration, what: &str) {
     }
 }
 
+/// How many connections a listener at `addr`, which notes each peer it
+/// accepts in `peers`, had been sent before this call. A listener accepts
+/// in order, so once a connection of the test's own is among them, every
+/// earlier one is too.
+#[track_caller]
+pub fn connections_before_now(
+    addr: std::net::SocketAddr,
+    peers: &std::sync::Mutex<Vec<std::net::SocketAddr>>,
+) -> usize {
+    let last = std::net::TcpStream::connect(addr).expect("connect to the listener");
+    let me = last.local_addr().expect("addr");
+    wait_until(
+        Duration::from_secs(20),
+        "the listener takes a connection",
+        || peers.lock().expect("lock").contains(&me),
+    );
+    peers.lock().expect("lock").len() - 1
+}
+
+/// A process's state letter from /proc (R, S, T, Z...); None once it is gone.
+fn state_of(pid: i32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The state follows the parenthesised command name.
+    stat.rsplit(')')
+        .next()
+        .and_then(|rest| rest.split_whitespace().next())
+        .map(String::from)
+}
+
 /// Whether a process is still running (a zombie counts as gone).
 pub fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            // The state follows the parenthesised command name.
-            let state = stat
-                .rsplit(')')
-                .next()
-                .and_then(|rest| rest.split_whitespace().next());
-            !matches!(state, Some("Z") | Some("X") | None)
-        }
-        Err(_) => false,
-    }
+    !matches!(state_of(pid).as_deref(), Some("Z") | Some("X") | None)
+}
+
+/// Whether a process is stopped (SIGSTOP, SIGTSTP).
+pub fn stopped(pid: i32) -> bool {
+    state_of(pid).is_some_and(|s| s == "T")
 }
 
 /// Poll until the process is gone; returns whether it went within `within`.
@@ -361,10 +416,18 @@ pub fn gone_within(pid: i32, within: Duration) -> bool {
     true
 }
 
+/// The pid a shell wrote to `path` (`echo $$ > path`): waits, within a
+/// bound, for the whole line, since the file exists before the echo is in.
+#[track_caller]
 pub fn read_pid(path: &PathBuf) -> i32 {
-    std::fs::read_to_string(path)
-        .expect("pid file")
-        .trim()
-        .parse()
-        .expect("pid")
+    let mut line = String::new();
+    wait_until(
+        Duration::from_secs(20),
+        &format!("a pid in {}", path.display()),
+        || {
+            line = std::fs::read_to_string(path).unwrap_or_default();
+            line.ends_with('\n')
+        },
+    );
+    line.trim().parse().expect("pid")
 }

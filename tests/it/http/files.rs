@@ -7,15 +7,6 @@ use std::path::Path;
 
 use super::*;
 
-fn root() -> bool {
-    if nix::unistd::Uid::effective().is_root() {
-        true
-    } else {
-        eprintln!("SKIPPED: this test changes file owners and needs root");
-        false
-    }
-}
-
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).expect("stat").mode() & 0o7777
 }
@@ -38,7 +29,7 @@ fn an_existing_file_keeps_its_mode() {
 
 #[test]
 fn an_existing_file_keeps_its_owner_and_group() {
-    if !root() {
+    if !crate::need::root("it changes file owners") {
         return;
     }
     let s = Server::start(vec![reply(200).body("new")]);

@@ -357,15 +357,15 @@ fn http_mode_pings_and_names_its_job_http() {
 #[test]
 fn a_start_ping_that_hangs_holds_the_command_a_second_at_most() {
     let hb = hanging(true);
-    let begun = std::time::Instant::now();
     let (running, _dir, marker) = touch_then(&hb, "");
+    hb.wait_until("the start ping", |seen| !seen.is_empty());
+    let pinged = std::time::Instant::now();
     wait_for_file(&marker, Duration::from_secs(30));
-    // Synchronous, the start ping's three tries would take 10 s first.
-    assert!(
-        begun.elapsed() < Duration::from_secs(5),
-        "{:?}",
-        begun.elapsed()
-    );
+    // Held for a second, the command starts about a second after the start
+    // ping came in. Holding it until the ping's first try times out would
+    // take 3 s, all three tries 10 s: 2.5 s leaves 1.5 s for the load.
+    let held = pinged.elapsed();
+    assert!(held < Duration::from_millis(2500), "held for {held:?}");
     let out = running.wait();
     out.expect_code(0);
     // The final ping still comes after every try of the start ping.

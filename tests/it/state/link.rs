@@ -7,8 +7,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::thread;
 use std::time::Duration;
 
-use super::{Redis, redis_cmd, show_at};
-use crate::util::{Outcome, bin, path_str, retry, retry_sh, scratch, wait_for_file};
+use super::{Redis, show_at};
+use crate::util::{Outcome, bin, path_str, retry, retry_sh, scratch};
 
 #[test]
 fn unix_socket_passwords_are_never_printed_nor_handed_on() {
@@ -207,41 +207,46 @@ fn a_connection_the_server_dropped_is_made_again() {
     let out = retry_sh(&two_attempts("idle", &redis.url, "2500ms"), "exit 1").run();
     assert_one_failed_run(&redis, "idle", &out);
 
-    // The server restarts during the backoff.
+    // The server restarts during the backoff. The log goes to a file as
+    // well (-v keeps it on stderr too), to see the backoff begin.
     let t = scratch();
-    let started = t.path().join("started");
-    let running = retry_sh(
-        &two_attempts("restart", &redis.url, "3s"),
-        &format!("touch '{}'; exit 1", path_str(&started)),
-    )
-    .spawn();
-    wait_for_file(&started, Duration::from_secs(20));
-    // Let the first outcome be recorded, then restart the server.
-    thread::sleep(Duration::from_millis(500));
+    let log = t.path().join("log");
+    let log_arg = path_str(&log);
+    let mut args = two_attempts("restart", &redis.url, "3s").to_vec();
+    args.extend(["-v", "--log-file", &log_arg]);
+    let running = retry_sh(&args, "exit 1").spawn();
+    // The first outcome is recorded and the wait has begun: restart the
+    // server.
+    crate::util::wait_for_line(&log, "next in", Duration::from_secs(20));
     redis.restart();
     let out = running.wait();
     assert_one_failed_run(&redis, "restart", &out);
 }
 
-/// Keeps a real server busy for `secs` (DEBUG SLEEP), from a thread.
-fn keep_busy(redis: &Redis, secs: &str) -> thread::JoinHandle<()> {
-    let sock = redis.sock_path();
-    let secs = secs.to_string();
-    let handle = thread::spawn(move || {
-        redis_cmd(&sock, None, &["DEBUG", "SLEEP", &secs]);
+/// Keeps a real server busy for `secs` seconds: stopped, it still takes
+/// connections (the kernel queues them) and answers nothing, as when busy
+/// with a long command. Returns once it is stopped; a thread lets it go on.
+fn keep_busy(redis: &Redis, secs: u64) -> thread::JoinHandle<()> {
+    use nix::sys::signal::{Signal, kill};
+    let pid = redis.child.id() as i32;
+    let server = nix::unistd::Pid::from_raw(pid);
+    kill(server, Signal::SIGSTOP).expect("stop the server");
+    crate::util::wait_until(Duration::from_secs(20), "the server stops", || {
+        crate::util::stopped(pid)
     });
-    // The server has the command before the test goes on.
-    thread::sleep(Duration::from_millis(300));
-    handle
+    thread::spawn(move || {
+        thread::sleep(Duration::from_secs(secs));
+        kill(server, Signal::SIGCONT).expect("let the server go on");
+    })
 }
 
 #[test]
 fn a_busy_server_is_told_as_such_and_leaves_the_command_its_run() {
-    let redis = Redis::unix_with(&["--enable-debug-command", "yes"]);
+    let redis = Redis::unix();
     let t = scratch();
     let ran = t.path().join("ran");
     let script = format!("touch '{}'", path_str(&ran));
-    let busy = keep_busy(&redis, "4");
+    let busy = keep_busy(&redis, 4);
     let out = retry_sh(
         &["--group", "g", "--state", &redis.url, "--budget"],
         &script,
@@ -259,7 +264,7 @@ fn a_busy_server_is_told_as_such_and_leaves_the_command_its_run() {
     // With --max-time 2s, the store may take half a second of it: the
     // command runs (before, the wait ate the deadline: 124, no attempt).
     std::fs::remove_file(&ran).expect("rm");
-    let busy = keep_busy(&redis, "4");
+    let busy = keep_busy(&redis, 4);
     let out = retry_sh(
         &[
             "--group",

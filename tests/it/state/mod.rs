@@ -344,14 +344,9 @@ fn strings(v: &[&str]) -> Vec<String> {
 }
 
 /// Whether the tests of a hostile second user can run: they change owners
-/// and switch users, which needs root (as in CI). Otherwise says so.
+/// and switch users, which needs root (as in CI).
 fn root() -> bool {
-    if nix::unistd::Uid::effective().is_root() {
-        true
-    } else {
-        eprintln!("SKIPPED: this test plays a second user and needs root");
-        false
-    }
+    crate::need::root("the test plays a second user")
 }
 
 /// The second user of the hostile tests.
