@@ -227,7 +227,14 @@ impl Config {
             }
             sim::exclusive(&cli, request.is_some(), state.show)?;
         }
-        let process = process::options(&cli, &names, stop_signal, output, policy.idle_timeout)?;
+        let process = process::options(
+            &cli,
+            &names,
+            stop_signal,
+            output,
+            policy.idle_timeout,
+            &policy.rules.success_on,
+        )?;
         let (on_retry, on_give_up) = process::hooks(&cli, &process)?;
         if sim.is_some() && (on_retry.is_some() || on_give_up.is_some()) {
             let flag = if on_retry.is_some() {

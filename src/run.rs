@@ -325,6 +325,10 @@ where
         let hook = if verdict == Verdict::Success {
             None
         } else {
+            // What the failed attempt left behind that the next one's follows.
+            if let Some(line) = attempt.retrying() {
+                log.emit(&Event::Warning { message: &line });
+            }
             let failed = Failed {
                 attempt: number,
                 exit_code: match status {

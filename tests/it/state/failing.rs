@@ -269,12 +269,7 @@ fn features_without_a_group_are_a_usage_error() {
 /// None where mount namespaces are not allowed.
 fn on_tmpfs(setup: &str, args: &[&str]) -> Option<(i32, String, bool, Vec<String>)> {
     use std::process::Command;
-    if !Command::new("unshare")
-        .args(["-m", "sh", "-c", "mount -t tmpfs tmpfs /mnt"])
-        .status()
-        .is_ok_and(|s| s.success())
-    {
-        eprintln!("SKIPPED: no private mount namespace (needs root and unshare)");
+    if !crate::util::private_mounts() {
         return None;
     }
     let t = scratch();
