@@ -123,9 +123,9 @@ fn without_the_flag_a_pipe_gets_the_line_and_a_terminal_or_dev_null_does_not() {
     );
 }
 
-/// A server on 127.0.0.1 whose first answer declares `len` bytes and is cut
-/// after `cut`; later answers are whole. Returns its URL.
-fn cut_once_server(body: Vec<u8>, cut: usize) -> String {
+/// A server on 127.0.0.1 whose first answer declares all of `body` and is
+/// cut after `cut` bytes; later answers are whole. Returns its URL.
+pub fn cut_once_server(body: Vec<u8>, cut: usize) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/file.bin", listener.local_addr().unwrap());
     std::thread::spawn(move || {
