@@ -70,6 +70,9 @@ pub struct Holding {
     pub spool: Option<Arc<Spool>>,
     /// Which streams go to the spool (stdout, stderr).
     pub streams: [bool; 2],
+    /// The streams must stay apart even when they go to one file: stdout
+    /// comes out on its own (`--last-stdout`).
+    pub apart: bool,
 }
 
 /// What the run's attempts learned about holding, for the end of the run.
@@ -178,6 +181,7 @@ impl Held {
                 Holding {
                     spool: Some(spool),
                     streams: rules.held,
+                    apart: self.0.options.last_stdout,
                 }
             }
             Err(e) => {

@@ -210,7 +210,13 @@ impl Pump {
         let held = plan.hold.streams;
         let merged = needs == [true, true]
             && held[0] == held[1]
+            && !(held[0] && plan.hold.apart)
             && same_file(libc::STDOUT_FILENO, libc::STDERR_FILENO);
+        // Two streams held through channels of their own reach the spool
+        // in the order they are read: their pipes keep the default size, so
+        // that one runs at most that far ahead of the other, and a stream's
+        // last lines stay in the tail of a cut spool.
+        let large = held != [true, true] || merged;
         let mut done = Vec::new();
         let mut ends = [None, None];
         for (i, fd) in [libc::STDOUT_FILENO, libc::STDERR_FILENO]
@@ -220,7 +226,7 @@ impl Pump {
             if !needs[i] || (merged && i == 1) {
                 continue;
             }
-            let (ours, theirs) = channel_for(fd, held[i])?;
+            let (ours, theirs) = channel_for(fd, held[i], large)?;
             let (tx, rx) = oneshot::channel();
             let stream = Stream {
                 source: ours,
@@ -310,16 +316,14 @@ pub(super) fn same_file(a: i32, b: i32) -> bool {
 
 /// Our end and the child's end of a new channel for a stream that goes to
 /// `dest` (when not `held`): a pseudo-terminal if `dest` is a terminal,
-/// else a pipe. A held stream's pipe keeps the default size: the child
-/// then runs at most that far ahead of the order the spool records, which
-/// keeps a stream's last lines in the tail of a cut spool.
-fn channel_for(dest: i32, held: bool) -> io::Result<(OwnedFd, OwnedFd)> {
+/// else a pipe, `large` or of the default size.
+fn channel_for(dest: i32, held: bool, large: bool) -> io::Result<(OwnedFd, OwnedFd)> {
     let (ours, theirs) = match !held && nix::unistd::isatty(dest_fd(dest)).unwrap_or(false) {
         true => match pty_like(dest_fd(dest)) {
             Ok(pair) => pair,
             Err(_) => pipe(true)?,
         },
-        _ => pipe(!held)?,
+        _ => pipe(large)?,
     };
     let flags = OFlag::from_bits_truncate(fcntl(&ours, FcntlArg::F_GETFL)?);
     fcntl(&ours, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;

@@ -275,6 +275,10 @@ fn with_hold_output_a_success_gives_its_stdout_and_no_stderr() {
     out.expect_code(0);
     assert_eq!(out.stdout_text(), "out 2\n");
     assert_eq!(out.stderr_text(), "", "stderr is held as in cron mode");
+    // Through 2>&1 too: the streams are held apart.
+    let (code, merged) = retry_sh(&args, &noisy(2)).run_merged();
+    assert_eq!(code, 0);
+    assert_eq!(String::from_utf8_lossy(&merged), "out 2\n");
     // Giving up: the last attempt's stdout and stderr, as in cron mode.
     let out = retry_sh(
         &["--max=2", "-q", "--last-stdout", "--hold-output"],
