@@ -59,7 +59,7 @@ impl Output for HeldOutput {
                     false => ctx.log.emit(&Event::Warning { message: &line }),
                 }
             }
-            let Some((n, spool)) = last else {
+            let Some((n, spool)) = last.filter(|_| streams.contains(&true)) else {
                 return;
             };
             let report = spool.report();

@@ -179,7 +179,7 @@ impl Spool {
     }
 
     /// A spool in `file`, which must be empty.
-    pub fn in_file(file: File, rules: Rules) -> Spool {
+    fn in_file(file: File, rules: Rules) -> Spool {
         Spool::with_emit(file, rules, write_all)
     }
 
