@@ -81,7 +81,7 @@ complete -c retry -l foreground -d 'Run COMMAND in retry\'s own process group (f
 complete -c retry -l replay-stdin -d 'Read stdin once and give every attempt the same bytes'
 complete -c retry -l hold-output -d 'Cron mode: hold each attempt\'s stdout and stderr in a temporary file, and write them out only if the run fails or is interrupted'
 complete -c retry -l last-stdout -d 'For pipelines and files: stdout carries only the last attempt\'s stdout (the success, or the attempt retry gave up on), never a retried attempt\'s'
-complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the final give-up line, -qq nothing'
+complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the final give-up line (and what kept output from being held as asked), -qq nothing'
 complete -c retry -s v -l verbose -d 'More log lines: attempt starts and the command line'
 complete -c retry -l insecure -d 'Do not verify the server\'s certificate (warned about on every run)'
 complete -c retry -l retry-non-idempotent -d 'Retry POST and PATCH even without an idempotency key'

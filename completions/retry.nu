@@ -66,7 +66,7 @@ module completions {
     --on-retry: string        # After a failed attempt, before the wait, run CMD with /bin/sh -c (never after the last attempt)
     --on-give-up: string      # When the run gives up, run CMD with /bin/sh -c, once
     --nested: string@"nu-complete retry nested" # Inside another retry: multiply attempts (warn), or run COMMAND once
-    --quiet(-q)               # Fewer log lines: -q only the final give-up line, -qq nothing
+    --quiet(-q)               # Fewer log lines: -q only the final give-up line (and what kept output from being held as asked), -qq nothing
     --verbose(-v)             # More log lines: attempt starts and the command line
     --log-format: string@"nu-complete retry log_format" # Log line format [default: text]
     --log-file: path          # Append the log to PATH instead of stderr

@@ -396,7 +396,8 @@ pub struct Cli {
     )]
     pub nested: Option<NestedArg>,
 
-    /// Fewer log lines: -q only the final give-up line, -qq nothing
+    /// Fewer log lines: -q only the final give-up line (and what kept output from being held as
+    /// asked), -qq nothing
     #[arg(short, long, action = ArgAction::Count, help_heading = "Logging")]
     pub quiet: u8,
 

@@ -30,6 +30,15 @@ fn a_retried_attempts_partial_stdout_never_reaches_the_pipe() {
     assert!(err.contains("err 1\n") && err.contains("err 2\n"), "{err}");
     assert!(err.contains("succeeded on attempt 2"), "{err}");
     assert!(!err.contains("stays there"), "{err}");
+    // A status --success-on names is a success too: out at once, alone.
+    let script = "echo out $RETRY_ATTEMPT; [ $RETRY_ATTEMPT = 2 ] && exit 3; exit 1";
+    let out = retry_sh(
+        &["-q", "--last-stdout", "--base", "1ms", "--success-on", "3"],
+        script,
+    )
+    .run();
+    out.expect_code(0);
+    assert_eq!(out.stdout_text(), "out 2\n");
 }
 
 #[test]
