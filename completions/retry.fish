@@ -25,6 +25,7 @@ complete -c retry -l stop-if-output -d 'Never retry a failure whose stdout or st
 complete -c retry -l stop-signal -d 'Signal sent to the attempt\'s process group on timeout: a name or number as \'kill -l\' lists, such as INT, SIGUSR1 or RTMIN+2 [default: TERM]' -r
 complete -c retry -s k -l kill-after -d 'Grace period after the stop signal before KILL [default: 5s]' -r
 complete -c retry -l replay-stdin-max -d 'The most stdin --replay-stdin takes, such as 64M or 2G (inf: no limit) [default: 1G]' -r
+complete -c retry -l hold-max -d 'The most a held attempt\'s file may take (--hold-output, --last-stdout), such as 16M or 1G [default: 64M]' -r
 complete -c retry -l on-retry -d 'After a failed attempt, before the wait, run CMD with /bin/sh -c (never after the last attempt)' -r
 complete -c retry -l on-give-up -d 'When the run gives up, run CMD with /bin/sh -c, once' -r
 complete -c retry -l nested -d 'Inside another retry: multiply attempts (warn), or run COMMAND once' -r -f -a "multiply\t'run every attempt (and warn once that attempts multiply)'
@@ -79,7 +80,8 @@ complete -c retry -l no-retry-on-timeout -d 'A timed-out attempt is a permanent 
 complete -c retry -l foreground -d 'Run COMMAND in retry\'s own process group (for programs that read the terminal)'
 complete -c retry -l replay-stdin -d 'Read stdin once and give every attempt the same bytes'
 complete -c retry -l hold-output -d 'Cron mode: hold each attempt\'s stdout and stderr in a temporary file, and write them out only if the run fails or is interrupted'
-complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the final give-up line, -qq nothing'
+complete -c retry -l last-stdout -d 'For pipelines and files: stdout carries only the last attempt\'s stdout (the success, or the attempt retry gave up on), never a retried attempt\'s'
+complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the final give-up line (and what kept output from being held as asked), -qq nothing'
 complete -c retry -s v -l verbose -d 'More log lines: attempt starts and the command line'
 complete -c retry -l insecure -d 'Do not verify the server\'s certificate (warned about on every run)'
 complete -c retry -l retry-non-idempotent -d 'Retry POST and PATCH even without an idempotency key'

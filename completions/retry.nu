@@ -61,10 +61,12 @@ module completions {
     --replay-stdin            # Read stdin once and give every attempt the same bytes
     --replay-stdin-max: string # The most stdin --replay-stdin takes, such as 64M or 2G (inf: no limit) [default: 1G]
     --hold-output             # Cron mode: hold each attempt's stdout and stderr in a temporary file, and write them out only if the run fails or is interrupted
+    --last-stdout             # For pipelines and files: stdout carries only the last attempt's stdout (the success, or the attempt retry gave up on), never a retried attempt's
+    --hold-max: string        # The most a held attempt's file may take (--hold-output, --last-stdout), such as 16M or 1G [default: 64M]
     --on-retry: string        # After a failed attempt, before the wait, run CMD with /bin/sh -c (never after the last attempt)
     --on-give-up: string      # When the run gives up, run CMD with /bin/sh -c, once
     --nested: string@"nu-complete retry nested" # Inside another retry: multiply attempts (warn), or run COMMAND once
-    --quiet(-q)               # Fewer log lines: -q only the final give-up line, -qq nothing
+    --quiet(-q)               # Fewer log lines: -q only the final give-up line (and what kept output from being held as asked), -qq nothing
     --verbose(-v)             # More log lines: attempt starts and the command line
     --log-format: string@"nu-complete retry log_format" # Log line format [default: text]
     --log-file: path          # Append the log to PATH instead of stderr

@@ -94,6 +94,10 @@ command -v openssl >/dev/null || need+=(openssl)
 [ -x /usr/bin/time ] || need+=(time)
 command -v python3 >/dev/null || need+=(python3)
 command -v unshare >/dev/null || need+=(util-linux)
+# --last-stdout's tests: a real curl download cut off midway, and jq reading
+# the one document a pipeline gets.
+command -v curl >/dev/null || need+=(curl)
+command -v jq >/dev/null || need+=(jq)
 # Shared-state tests play a second user (setpriv) and hold a lock (flock).
 command -v setpriv >/dev/null || need+=(util-linux)
 command -v flock >/dev/null || need+=(util-linux)

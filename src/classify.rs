@@ -42,6 +42,10 @@ pub enum Status {
     Net { failure: NetFailure, detail: String },
     /// TCP mode: every target has accepted a connection.
     Connected,
+    /// The command succeeded, but retry could not write its held stdout
+    /// out (`--last-stdout`): retry's own failure, and final, since part
+    /// of the output may have gone out.
+    Undelivered(String),
 }
 
 impl Status {
@@ -203,9 +207,10 @@ pub fn classify(status: &Status, rules: &Rules) -> Verdict {
             Limit::Attempt | Limit::Idle if rules.retry_on_timeout => Verdict::Retryable,
             Limit::Attempt | Limit::Idle => Verdict::Permanent,
         },
-        Status::NotFound(_) | Status::NotExecutable(_) | Status::Interrupted(_) => {
-            Verdict::Permanent
-        }
+        Status::NotFound(_)
+        | Status::NotExecutable(_)
+        | Status::Interrupted(_)
+        | Status::Undelivered(_) => Verdict::Permanent,
         Status::CannotStart(_) => Verdict::Retryable,
         Status::Connected => Verdict::Success,
         Status::Http { .. } | Status::Net { .. } => http::classify(status, rules),
@@ -326,6 +331,7 @@ impl fmt::Display for Status {
             Status::Net { failure, detail } if detail.is_empty() => write!(f, "{failure}"),
             Status::Net { failure, detail } => write!(f, "{failure}: {detail}"),
             Status::Connected => write!(f, "connected"),
+            Status::Undelivered(why) => write!(f, "the command succeeded, but {why}"),
         }
     }
 }

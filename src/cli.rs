@@ -64,7 +64,8 @@ Environment:
   command line wins over the environment, and an empty variable counts as unset.
   COMMAND receives RETRY_ATTEMPT, RETRY_MAX_ATTEMPTS, RETRY_PREVIOUS_EXIT and
   RETRY_DEPTH; the hooks receive RETRY_ATTEMPT, RETRY_EXIT_CODE and
-  RETRY_NEXT_DELAY_MS. --hold-output holds output in $TMPDIR (default /tmp).
+  RETRY_NEXT_DELAY_MS. --hold-output and --last-stdout hold output in $TMPDIR
+  (default /tmp).
   NO_COLOR turns colour off; GITHUB_ACTIONS=true turns on annotations.
   HTTP mode trusts the system's CA certificates, or those in SSL_CERT_FILE and
   SSL_CERT_DIR when set; proxies come from HTTP_PROXY, HTTPS_PROXY and NO_PROXY.";
@@ -354,9 +355,33 @@ pub struct Cli {
     /// An attempt that is retried or succeeds leaves nothing on stdout or stderr; when the run
     /// gives up or a signal ends it, the last attempt's output comes out, each stream on its own,
     /// in the order it was written. The file is unnamed (or unlinked at once) in $TMPDIR or /tmp,
-    /// so memory stays flat however much is printed. COMMAND writes to pipes, not a terminal.
+    /// so memory stays flat however much is printed; past --hold-max its first and last halves
+    /// are kept, and what was dropped is said before the output, even with -q. COMMAND writes to
+    /// pipes, not a terminal.
     #[arg(long, help_heading = "Process")]
     pub hold_output: bool,
+
+    /// For pipelines and files: stdout carries only the last attempt's stdout (the success, or
+    /// the attempt retry gave up on), never a retried attempt's
+    ///
+    /// Each attempt's stdout is held in a temporary file, as --hold-output holds output, and
+    /// dropped when the attempt is retried; a success's comes out as soon as it ends, and on
+    /// giving up the last attempt's comes out at the end. stderr and the log still stream.
+    /// Nothing is ever dropped: past --hold-max (or on a full disk) the attempt's stdout is
+    /// written out and passes through from then on, and retry says so.
+    #[arg(long, help_heading = "Process")]
+    pub last_stdout: bool,
+
+    /// The most a held attempt's file may take (--hold-output, --last-stdout), such as 16M or
+    /// 1G [default: 64M]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        env = "RETRY_HOLD_MAX",
+        allow_hyphen_values = true,
+        help_heading = "Process"
+    )]
+    pub hold_max: Option<String>,
 
     /// After a failed attempt, before the wait, run CMD with /bin/sh -c (never after the last
     /// attempt)
@@ -395,7 +420,8 @@ pub struct Cli {
     )]
     pub nested: Option<NestedArg>,
 
-    /// Fewer log lines: -q only the final give-up line, -qq nothing
+    /// Fewer log lines: -q only the final give-up line (and what kept output from being held as
+    /// asked), -qq nothing
     #[arg(short, long, action = ArgAction::Count, help_heading = "Logging")]
     pub quiet: u8,
 

@@ -219,7 +219,14 @@ impl Config {
             budget: fleet.budget,
             ..s
         });
-        let process = process::options(&cli, &names, stop_signal, output, policy.idle_timeout)?;
+        let process = process::options(
+            &cli,
+            &names,
+            stop_signal,
+            output,
+            policy.idle_timeout,
+            &policy.rules.success_on,
+        )?;
         let (on_retry, on_give_up) = process::hooks(&cli, &process)?;
         // Each value is valid alone: which mode takes which flag.
         modes::check(&cli, &names)?;

@@ -375,6 +375,10 @@ where
         let hook = if tried.verdict == Verdict::Success {
             None
         } else {
+            // What the failed attempt left behind that the next one's follows.
+            if let Some(line) = self.attempt.retrying() {
+                self.log.emit(&Event::Warning { message: &line });
+            }
             let failed = Failed {
                 attempt: tried.number,
                 exit_code: match tried.status {

@@ -18,6 +18,7 @@ pub mod process;
 pub mod scan;
 mod spawn;
 pub mod stdin;
+mod stdout;
 pub mod tcp;
 mod terminal;
 mod watchdog;
@@ -56,6 +57,13 @@ pub trait Attempt {
     /// What the last attempt reported besides its status, taken once.
     fn details(&mut self) -> Details {
         Details::default()
+    }
+
+    /// The loop retries the failed attempt that just ended: a line to log
+    /// about what that means for what it left behind (its stdout, which
+    /// the next attempt's will follow).
+    fn retrying(&mut self) -> Option<String> {
+        None
     }
 }
 

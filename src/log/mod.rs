@@ -298,6 +298,21 @@ impl Logger {
         tail
     }
 
+    /// A warning that `-q` shows too (only `-qq` hides it): the command's
+    /// output that follows, or went before, is not what was asked for
+    /// (held output cut short, or not held at all). Rendered as any
+    /// warning.
+    pub fn output_warning(&mut self, message: &str) {
+        let event = Event::Warning { message };
+        let elapsed = self.started.elapsed();
+        for ch in &mut self.channels {
+            if ch.verbosity >= -1 {
+                let out = ch.render(&event, elapsed, &self.origin);
+                let _ = ch.sink.write_all(out.as_bytes());
+            }
+        }
+    }
+
     /// retry's own failure, in the log's format: `retry: MESSAGE` or an
     /// `error` event.
     pub fn error(&mut self, message: &str) {

@@ -264,6 +264,11 @@ const FLAGS: &[Flag] = &[
     ),
     row!("hold_output", "--hold-output", Process, COMMAND, |c| c
         .hold_output),
+    row!("last_stdout", "--last-stdout", Process, COMMAND, |c| c
+        .last_stdout),
+    row!("hold_max", "--hold-max", Process, COMMAND, |c| c
+        .hold_max
+        .is_some()),
     // Commands run by every mode that runs something.
     row!("on_retry", "--on-retry", Hook, REAL, |c| c
         .on_retry

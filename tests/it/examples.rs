@@ -181,3 +181,53 @@ fn the_default_policy_waits_about_seven_and_a_half_seconds_in_all() {
     assert!(totals.iter().all(|t| *t <= 15.0), "{totals:?}");
     assert!(readme().contains("about 7.5 s in all"));
 }
+
+#[test]
+fn the_download_and_the_pipeline_get_one_attempts_output_when_a_transfer_is_cut() {
+    let dir = scratch();
+    let bin_dir = crate::util::bin().parent().unwrap().to_path_buf();
+    let path = format!(
+        "{}:{}",
+        path_str(&bin_dir),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let csv: Vec<u8> = (0..20_000)
+        .flat_map(|i| format!("{i},row {i}\n").into_bytes())
+        .collect();
+    let json = br#"{"items": [1, 2, 3, 4]}"#.to_vec();
+    for (prefix, url, body, cut) in [
+        (
+            "retry --last-stdout --max-time 2m -- curl",
+            "https://example.com/report.csv",
+            csv.clone(),
+            100_000,
+        ),
+        (
+            "retry --last-stdout --max-time 1m -- curl",
+            "https://example.com/api/items",
+            json,
+            9,
+        ),
+    ] {
+        let readme = readme();
+        let example = readme
+            .lines()
+            .find(|l| l.starts_with(prefix) && l.contains(url))
+            .unwrap_or_else(|| panic!("README has no line {prefix:?} for {url}"));
+        let local = crate::last_stdout::cut_once_server(body, cut);
+        let out = std::process::Command::new("sh")
+            .args(["-c", &example.replace(url, &local)])
+            .current_dir(dir.path())
+            .env_clear()
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{example}: {out:?}");
+        if url.ends_with(".csv") {
+            let got = std::fs::read(dir.path().join("report.csv")).unwrap();
+            assert!(got == csv, "report.csv is the whole body, once");
+        } else {
+            assert_eq!(String::from_utf8_lossy(&out.stdout), "4\n");
+        }
+    }
+}

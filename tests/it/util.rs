@@ -431,3 +431,27 @@ pub fn read_pid(path: &PathBuf) -> i32 {
     );
     line.trim().parse().expect("pid")
 }
+
+/// retry's peak resident size (KiB, as `/usr/bin/time` reports it) over a
+/// run of `retry ARGS -- sh -c SCRIPT` with stdin and stdout on /dev/null,
+/// which must exit with `code`.
+pub fn peak_rss_kib(args: &[&str], script: &str, code: i32) -> u64 {
+    let out = Command::new("/usr/bin/time")
+        .args(["-f", "%M"])
+        .arg(bin())
+        .args(args)
+        .args(["--", "sh", "-c", script])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("/usr/bin/time (package time)");
+    assert_eq!(out.status.code(), Some(code));
+    let text = String::from_utf8_lossy(&out.stderr);
+    text.lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak RSS in {text:?}"))
+}
