@@ -397,7 +397,7 @@ fn a_log_file_that_cannot_be_opened_is_reported_too() {
     let out = retry_sh(&args, &format!("touch {}", path_str(&marker))).run();
     out.expect_code(125);
     assert!(
-        out.stderr_text().contains("cannot open log file"),
+        out.stderr_text().contains("cannot open --log-file"),
         "{}",
         out.stderr_text()
     );
@@ -413,4 +413,103 @@ fn a_log_file_that_cannot_be_opened_is_reported_too() {
         Some(0.0)
     );
     assert_eq!(hb.lines(), ["GET /check/125"]);
+}
+
+// ---- a directory others can write to (as /tmp) -----------------------------
+
+#[test]
+fn a_metrics_file_another_user_made_in_a_sticky_directory_cannot_fake_the_times() {
+    use crate::util::{NOBODY, Sticky, as_nobody, plays_a_second_user};
+    if !plays_a_second_user() {
+        return;
+    }
+    let tmp = Sticky::new();
+    let file = tmp.join("x.prom");
+    // Theirs, writable by them: a success time in the future would hide
+    // every failure from an alert on it.
+    as_nobody(&format!(
+        "echo 'retry_last_success_timestamp_seconds{{job=\"x\"}} 9999999999' > '{0}' && chmod 666 '{0}'",
+        file.display()
+    ));
+    let ran = tmp.join("ran");
+    let out = retry_sh(
+        &["--metrics-file", &path_str(&file), "--metrics-job", "x"],
+        &format!("touch '{}'", ran.display()),
+    )
+    .run();
+    let line = out.expect_usage_line("--metrics-file");
+    assert!(
+        line.contains(&format!("is another user's file (uid {NOBODY})")),
+        "{line}"
+    );
+    assert!(!ran.exists(), "the command ran");
+    assert_eq!(std::fs::metadata(&file).expect("stat").uid(), NOBODY);
+}
+
+#[test]
+fn a_huge_file_at_the_metrics_path_is_not_read_whole() {
+    let dir = metrics_dir();
+    let file = dir.path().join("x.prom");
+    // 3 GB that take no room (sparse), as anyone may leave in /tmp.
+    let made = std::process::Command::new("truncate")
+        .args(["-s", "3G"])
+        .arg(&file)
+        .status()
+        .expect("truncate (coreutils)");
+    assert!(made.success());
+    let (code, peak_kib) =
+        crate::util::peak_rss_kib(&["--metrics-file", &path_str(&file), "--", "true"]);
+    assert_eq!(code, 0);
+    // Read whole, it cost 3 GB of memory and most of a minute.
+    assert!(peak_kib < 200 * 1024, "peak RSS {peak_kib} KiB");
+    let text = read(&file);
+    assert!(text.len() < 10_000, "{} bytes", text.len());
+    assert!(text.starts_with("# HELP "), "{text:.100}");
+}
+
+#[test]
+fn a_directory_writable_through_an_acl_is_refused() {
+    let dir = metrics_dir();
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).expect("mkdir");
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    // The mode still reads 0775 with the caller's own group: the ACL's
+    // mask stands in the group bits.
+    let granted = std::process::Command::new("setfacl")
+        .args(["-m", "u:65534:rwx"])
+        .arg(&open)
+        .status()
+        .expect("setfacl (Debian's acl, installed by scripts/test.sh)");
+    assert!(granted.success());
+    let ran = dir.path().join("ran");
+    let touch = format!("touch '{}'", ran.display());
+    let file = path_str(&open.join("m.prom"));
+    let line = retry_sh(&["--metrics-file", &file], &touch)
+        .run()
+        .expect_usage_line("--metrics-file");
+    assert!(
+        line.contains("is writable by user 65534 through an ACL"),
+        "{line}"
+    );
+    // The state store's directory, with --state-required: 125, nothing run.
+    let store = path_str(&open);
+    let out = retry_sh(
+        &[
+            "--group",
+            "g",
+            "--budget",
+            "--state",
+            &store,
+            "--state-required",
+        ],
+        &touch,
+    )
+    .run();
+    out.expect_code(125);
+    assert!(
+        out.stderr_text().contains("through an ACL"),
+        "{}",
+        out.stderr_text()
+    );
+    assert!(!ran.exists(), "the command ran");
 }
