@@ -421,3 +421,41 @@ fn a_download_that_timed_out_is_resumed() {
     assert_eq!(range_of(&s.seen()[1]), Some(60_000));
     assert_eq!(std::fs::read(&file).expect("read"), *body);
 }
+
+#[test]
+fn a_resumed_answer_from_another_version_starts_over_instead_of_mixing_them() {
+    // A proxy that ignores If-Range: the first answer is v1, cut at 1000 of
+    // 2000 bytes; the resumed one is the second half of v2.
+    let v1 = content(2000);
+    let v2: Arc<Vec<u8>> = Arc::new(v1.iter().map(|b| b.wrapping_add(1)).collect());
+    let mut half_of_v2 =
+        b"HTTP/1.1 206 Partial Content\r\nETag: \"v2\"\r\nAccept-Ranges: bytes\r\n\
+Content-Range: bytes 1000-1999/2000\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n"
+            .to_vec();
+    half_of_v2.extend_from_slice(&v2[1000..]);
+    // The same tag, but another complete length: no more the same either.
+    let mut longer = b"HTTP/1.1 206 Partial Content\r\nETag: \"v1\"\r\nAccept-Ranges: bytes\r\n\
+Content-Range: bytes 1000-2999/3000\r\nContent-Length: 2000\r\nConnection: close\r\n\r\n"
+        .to_vec();
+    longer.extend_from_slice(&content(2000));
+    for (name, second) in [("another tag", half_of_v2), ("another length", longer)] {
+        let s = Server::start(vec![
+            reply(200)
+                .resource(&v1, Some("\"v1\""), true)
+                .stall_after(1000, Duration::ZERO),
+            raw(&second),
+            reply(200).resource(&v2, Some("\"v2\""), true),
+        ]);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("download");
+        let r = download(&s.url, &file, &["-v"]);
+        assert_eq!(r.code, 0, "{name}: {}", r.stderr);
+        let seen = s.seen();
+        assert_eq!(range_of(&seen[1]), Some(1000), "{name}");
+        // The third request asks for the whole body again.
+        assert_eq!(seen.len(), 3, "{name}: {}", r.stderr);
+        assert_eq!(seen[2].header("Range"), None, "{name}");
+        assert!(r.stderr.contains("another version"), "{name}: {}", r.stderr);
+        assert_eq!(std::fs::read(&file).expect("read"), *v2, "{name}");
+    }
+}
