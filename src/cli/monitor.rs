@@ -24,9 +24,9 @@ pub struct MonitorArgs {
     ///
     /// Sent with POST to URL/metrics/job/NAME plus the --metrics-label
     /// pairs, so the time of the last success survives a failed run (and the
-    /// other way round). At most about 2 seconds; a gateway that cannot be
-    /// reached costs a warning, never the exit status. A password in URL is
-    /// never shown.
+    /// other way round). At most 2 seconds; a gateway that cannot be reached
+    /// costs a warning, never the exit status. A password in URL is never
+    /// shown.
     #[arg(long, value_name = "URL", allow_hyphen_values = true, help_heading = HEADING)]
     pub metrics_push: Option<String>,
 
@@ -49,9 +49,10 @@ pub struct MonitorArgs {
     /// URL/start before the first attempt, then URL when the run succeeds or
     /// URL/STATUS (the exit status) when it gives up, is refused or is
     /// interrupted: never once per attempt, so a failure that recovered
-    /// raises no alarm. Each ping is tried up to 3 times within about 10
-    /// seconds; a ping that fails costs a warning, never the exit status.
-    /// The URL is masked in every log line (its path is the secret).
+    /// raises no alarm. Each ping is tried up to 3 times; the push and the
+    /// pings share 8 seconds after the run (4 after a signal ended it). A
+    /// ping that fails costs a warning, never the exit status. The URL is
+    /// masked in every log line (its path is the secret).
     #[arg(
         long,
         value_name = "URL",

@@ -53,7 +53,10 @@ impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Failure::TimedOut(limit) => {
-                write!(f, "no answer within {}", crate::human::human(*limit))
+                // A limit cut to the reports' bound, to a tenth of a second.
+                let tenths = (limit.as_millis() + 50) / 100;
+                let shown = Duration::from_millis(u64::try_from(tenths * 100).unwrap_or(u64::MAX));
+                write!(f, "no answer within {}", crate::human::human(shown))
             }
             Failure::Failed(why) => f.write_str(why),
         }
