@@ -447,8 +447,12 @@ fn build_client(
     // The TLS set-up costs nothing until a TLS connection is made (the
     // roots are read then), so an http:// URL may be redirected to https://.
     let cacert = !extra_roots.is_empty();
-    let tls = tls::client_config(extra_roots, opts.insecure)
-        .map_err(|e| format!("cannot set up TLS: {}", tls::explain(&e, cacert)))?;
+    let tls = tls::client_config(extra_roots, opts.insecure).map_err(|e| {
+        format!(
+            "cannot set up TLS: {}",
+            tls::explain(&e, tls::Advice::for_http(cacert))
+        )
+    })?;
     Client::builder()
         .retry(reqwest::retry::never())
         .user_agent(concat!("retry/", env!("CARGO_PKG_VERSION")))
