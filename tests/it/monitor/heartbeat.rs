@@ -194,6 +194,52 @@ fn a_run_ended_by_sigterm_pings_143() {
 }
 
 #[test]
+fn secrets_inside_sh_c_and_tools_own_password_options_never_leave_the_host() {
+    let hb = ok();
+    let script = "curl -u admin:pw-of-curl -H 'Authorization: Bearer tok-in-header' \
+                  https://h.invalid/ || mysql -ppw-of-mysql db; exit 1";
+    let out = retry([
+        "--max",
+        "1",
+        "-v",
+        "--log-format",
+        "json",
+        "--ping-log",
+        "--ping",
+        &hb.url(CHECK),
+        "--",
+        "sh",
+        "-c",
+        script,
+        "sshpass",
+        "-p",
+        "pw-of-sshpass",
+        "redis-cli",
+        "-a",
+        "pw-of-redis",
+        "host=db password=pw-of-libpq",
+    ])
+    .run();
+    out.expect_code(1);
+    let body =
+        String::from_utf8(hb.seen().last().expect("final ping").body.clone()).expect("utf-8");
+    let log = out.stderr_text();
+    for secret in [
+        "pw-of-curl",
+        "tok-in-header",
+        "pw-of-mysql",
+        "pw-of-sshpass",
+        "pw-of-redis",
+        "pw-of-libpq",
+    ] {
+        assert!(!body.contains(secret), "{secret} in the ping: {body}");
+        assert!(!log.contains(secret), "{secret} in the log: {log}");
+    }
+    // The script is still there to read around what was hidden.
+    assert!(body.contains("-u 'admin:***'"), "{body}");
+}
+
+#[test]
 fn a_ping_answered_with_500_is_tried_again() {
     // The first answer to each ping is a 500.
     let hb = Recorder::start(|_, n| Answer::Status(if n % 2 == 0 { 500 } else { 200 }));
