@@ -104,12 +104,13 @@ fn run_main() -> u8 {
             return sim::cmd::main(&config, sim, seed, || rng::seeded(seed));
         }
         Mode::Run { command } => {
-            if std::env::var_os("RETRY_PING").is_some() {
-                // The heartbeat check belongs to this run: a retry inside
-                // COMMAND must not ping it too.
-                // SAFETY: no other thread exists yet (the runtime and the
-                // log start later), so nothing reads the environment meanwhile.
-                unsafe { std::env::remove_var("RETRY_PING") };
+            for var in finish::REPORTS_ENV {
+                if std::env::var_os(var).is_some() {
+                    // SAFETY: no other thread exists yet (the runtime and
+                    // the log start later), so nothing reads the
+                    // environment meanwhile.
+                    unsafe { std::env::remove_var(var) };
+                }
             }
             command.clone()
         }

@@ -58,6 +58,17 @@ pub struct RunSummary {
     pub retries_refused: u32,
 }
 
+/// The environment variables of the reports, which the command does not
+/// get: the heartbeat check and the gateway's job belong to this run (a
+/// retry inside COMMAND must not report to them too), and they may hold a
+/// secret.
+pub const REPORTS_ENV: [&str; 4] = [
+    "RETRY_PING",
+    "RETRY_PING_FILE",
+    "RETRY_METRICS_PUSH",
+    "RETRY_METRICS_PUSH_PASSWORD_FILE",
+];
+
 /// How long the reports over the network may take in all, from the end
 /// of the run: well inside the 10 s a supervisor such as `docker stop`
 /// gives between TERM and KILL.

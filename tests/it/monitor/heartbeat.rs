@@ -432,6 +432,45 @@ fn the_command_does_not_inherit_retry_ping() {
     out.expect_code(0);
     assert_eq!(out.stdout_text(), "unset 1\n");
     assert_eq!(hb.seen().len(), 2, "{:?}", hb.lines());
+    // Nor the other reports' settings, which may hold a password.
+    let out = retry_sh(
+        &["-q"],
+        "echo \"${RETRY_PING_FILE-unset} ${RETRY_METRICS_PUSH-unset} ${RETRY_METRICS_PUSH_PASSWORD_FILE-unset}\"",
+    )
+    .env("RETRY_METRICS_PUSH", hb.url("/gw").replace("http://", "http://u:pw@"))
+    .run();
+    out.expect_code(0);
+    assert_eq!(out.stdout_text(), "unset unset unset\n");
+}
+
+#[test]
+fn the_ping_url_from_a_file_or_the_environment_never_shows_in_ps() {
+    let hb = ok();
+    let dir = scratch();
+    let file = dir.path().join("backup.ping");
+    std::fs::write(&file, format!("{}\n", hb.url(CHECK))).expect("write");
+    let marker = dir.path().join("started");
+    let script = format!("touch '{}'; sleep 0.5", marker.display());
+    let running = retry_sh(&["--ping-file", &path_str(&file)], &script).spawn();
+    wait_for_file(&marker, Duration::from_secs(20));
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", running.pid())).expect("cmdline");
+    assert!(!String::from_utf8_lossy(&cmdline).contains("secret-uuid"));
+    running.wait().expect_code(0);
+    assert_eq!(
+        hb.lines(),
+        [format!("GET {CHECK}/start"), format!("GET {CHECK}")]
+    );
+    // RETRY_PING_FILE, and --ping on the command line winning over it.
+    retry(["--", "true"])
+        .env("RETRY_PING_FILE", &file)
+        .run()
+        .expect_code(0);
+    assert_eq!(hb.seen().len(), 4);
+    retry(["--ping", &hb.url("/other"), "--", "true"])
+        .env("RETRY_PING_FILE", &file)
+        .run()
+        .expect_code(0);
+    assert_eq!(hb.lines().last().map(String::as_str), Some("GET /other"));
 }
 
 #[test]
