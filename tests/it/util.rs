@@ -445,26 +445,3 @@ impl Sticky {
         self.path.join(name)
     }
 }
-
-/// retry's exit code and peak resident size (KiB, from /usr/bin/time,
-/// which scripts/test.sh installs) for `args`, its output discarded.
-pub fn peak_rss_kib(args: &[&str]) -> (i32, u64) {
-    let out = Command::new("/usr/bin/time")
-        .args(["-f", "%M"])
-        .arg(bin())
-        .args(args)
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("/usr/bin/time (package time)");
-    let text = String::from_utf8_lossy(&out.stderr);
-    let peak = text
-        .lines()
-        .last()
-        .and_then(|l| l.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no peak RSS in {text:?}"));
-    (out.status.code().unwrap_or(-1), peak)
-}

@@ -188,3 +188,18 @@ fn retry_ping_in_the_environment_does_not_stand_in_the_way_of_a_preview() {
         out.stderr_text()
     );
 }
+
+#[test]
+fn a_ping_url_without_a_host_is_refused_and_its_secret_path_never_shown() {
+    // The URL parser reads `http:///X` and `http:X` as the host X: the
+    // secret would be shown in every warning as the host's name.
+    for url in [
+        "http:///S3CRET-uuid",
+        "https:S3CRET-uuid",
+        "http://@/S3CRET-uuid",
+    ] {
+        let out = retry(["--ping", url, "--", "true"]).run();
+        let line = out.expect_usage_line("--ping");
+        assert!(!line.contains("S3CRET"), "{url}: {line}");
+    }
+}
