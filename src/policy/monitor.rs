@@ -90,6 +90,11 @@ fn metrics(cli: &Cli, names: &Names, mode: &Mode) -> Result<Option<MetricsOption
             "a file for node_exporter's textfile collector, such as /var/lib/prometheus/node-exporter/backup.prom",
         )?;
     }
+    if let Some(f) = m.metrics_push_password_file.as_deref()
+        && !names.came_from_env("metrics_push_password_file")
+    {
+        path_arg("--metrics-push-password-file", f, PASSWORD_FILE_FORM)?;
+    }
     let push_flag = names.of("metrics_push", "--metrics-push");
     let push = match m.metrics_push.as_deref() {
         Some(s) => Some(push_password(push_url(s, &push_flag)?, cli, names)?),
@@ -249,9 +254,6 @@ fn push_password(mut url: Url, cli: &Cli, names: &Names) -> Result<Url, UsageErr
     };
     let flag = names.of("metrics_push_password_file", "--metrics-push-password-file");
     let file_from_env = names.came_from_env("metrics_push_password_file");
-    if !file_from_env {
-        super::path_arg(&flag, file, PASSWORD_FILE_FORM)?;
-    }
     if url.password().is_some() {
         if file_from_env && !names.came_from_env("metrics_push") {
             return Ok(url);
