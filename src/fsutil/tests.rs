@@ -440,3 +440,23 @@ fn a_directory_writable_through_an_acl_is_refused() {
     );
     assert!(Dir::open(&d).unwrap().check(Rule::Output).is_ok());
 }
+
+#[test]
+fn a_long_acl_is_read_whole() {
+    let t = tmp();
+    // 40 named users who may only read, and one more who may write: past
+    // what the first read has room for.
+    let mut spec: Vec<String> = (2000..2040).map(|u| format!("u:{u}:r-x")).collect();
+    spec.push("u:2100:rwx".into());
+    let granted = std::process::Command::new("setfacl")
+        .args(["-m", &spec.join(",")])
+        .arg(t.path())
+        .status()
+        .expect("setfacl (Debian's acl)");
+    assert!(granted.success());
+    let u = Dir::open(t.path())
+        .unwrap()
+        .check(Rule::Output)
+        .unwrap_err();
+    assert!(u.why.contains("user 2100 through an ACL"), "{u}");
+}

@@ -76,9 +76,20 @@ pub fn parse_acl(bytes: &[u8]) -> Option<Vec<AclEntry>> {
 /// its file system keeps none).
 pub fn read_acl(fd: impl AsFd) -> Result<Option<Vec<AclEntry>>, String> {
     use rustix::io::Errno;
-    let mut buf = vec![0u8; XATTR_MAX];
-    match rustix::fs::fgetxattr(fd, "system.posix_acl_access", &mut buf[..]) {
-        Ok(len) => parse_acl(&buf[..len])
+    const NAME: &str = "system.posix_acl_access";
+    // Room for 30 entries on the stack; a longer ACL is read again whole.
+    let mut small = [0u8; 4 + 30 * 8];
+    let mut large = Vec::new();
+    let read = match rustix::fs::fgetxattr(fd.as_fd(), NAME, &mut small[..]) {
+        Ok(len) => Ok(&small[..len]),
+        Err(Errno::RANGE) => {
+            large.resize(XATTR_MAX, 0);
+            rustix::fs::fgetxattr(fd.as_fd(), NAME, &mut large[..]).map(|len| &large[..len])
+        }
+        Err(e) => Err(e),
+    };
+    match read {
+        Ok(bytes) => parse_acl(bytes)
             .map(Some)
             .ok_or_else(|| "has an access ACL retry cannot read".to_string()),
         Err(Errno::NODATA | Errno::OPNOTSUPP) => Ok(None),
