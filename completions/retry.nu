@@ -105,9 +105,11 @@ module completions {
     --breaker: string         # After THRESHOLD failed runs in a row, refuse to run for COOLDOWN (exit 75) [default: 5:30s]
     --metrics-file: path      # Write the run's metrics to PATH for node_exporter's textfile collector
     --metrics-push: string    # Push the run's metrics to a Prometheus Pushgateway at URL, e.g. http://pushgateway:9091
+    --metrics-push-password-file: path # Read the Pushgateway's password from FILE (its first line), not from the URL
     --metrics-job: string     # The metrics' job label (Pushgateway: grouping key) [default: --group, else COMMAND's name, http or tcp]
     --metrics-label: string   # Add a label to the metrics (Pushgateway: a grouping key), e.g. instance=$(hostname); repeatable
     --ping: string            # Ping a heartbeat monitor at URL (healthchecks.io protocol)
+    --ping-file: path         # Read --ping's URL from FILE (its first line), so that it never shows in ps
     --ping-log                # Send a summary of the run (attempts, times, the log's last lines; masked, at most 10 KB) with the final ping
     --color: string@"nu-complete retry color" # Colour retry's own log prefix and outcome words [default: auto]
     --ci-annotations: string@"nu-complete retry ci_annotations" # GitHub Actions annotations for failed attempts and giving up [default: auto]

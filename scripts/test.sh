@@ -101,6 +101,8 @@ command -v jq >/dev/null || need+=(jq)
 # Shared-state tests play a second user (setpriv) and hold a lock (flock).
 command -v setpriv >/dev/null || need+=(util-linux)
 command -v flock >/dev/null || need+=(util-linux)
+# Directories writable through an ACL (setfacl) must count as others' write.
+command -v setfacl >/dev/null || need+=(acl)
 command -v ip >/dev/null || need+=(iproute2)
 # The shared-state tests start their own Redis servers (one with TLS).
 command -v redis-server >/dev/null || need+=(redis-server)

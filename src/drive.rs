@@ -240,19 +240,7 @@ fn state_stopped(stop: state::Stop, log: &mut Logger) -> Ending {
 pub fn open_log(config: &Config, started: Instant) -> (Logger, Option<String>) {
     match Logger::open(&config.log, started) {
         Ok(log) => (log, None),
-        Err(e) => {
-            let path = config
-                .log
-                .file
-                .as_deref()
-                .unwrap_or(std::path::Path::new("-"));
-            let why = format!(
-                "cannot open log file {}: {}",
-                path.display(),
-                crate::human::io_error(&e)
-            );
-            (Logger::stderr(), Some(why))
-        }
+        Err(why) => (Logger::stderr(), Some(why)),
     }
 }
 

@@ -190,14 +190,13 @@ impl<'t> HttpAttempt<'t> {
             // A continuation is reported as the response it continues.
             let (from, reported) = match &ranged {
                 Some((held, p)) if code == 206 => {
-                    if resume::continues_at(response.headers(), *held) {
-                        (*held, p.code)
-                    } else {
-                        self.notes.push(
-                            "the server sent another range than asked for: starting over".into(),
-                        );
-                        self.partial = None;
-                        continue;
+                    match resume::mismatch(p, response.headers(), *held) {
+                        None => (*held, p.code),
+                        Some(why) => {
+                            self.notes.push(format!("{why}: starting over"));
+                            self.partial = None;
+                            continue;
+                        }
                     }
                 }
                 Some(_) if code == 416 => {
@@ -229,7 +228,11 @@ impl<'t> HttpAttempt<'t> {
                 self.partial = resumable
                     .then(|| resume::validator(response.headers()))
                     .flatten()
-                    .map(|validator| Partial { validator, code });
+                    .map(|validator| Partial {
+                        validator,
+                        code,
+                        length: resume::declared_length(response.headers()),
+                    });
             }
             return match self.deliver(response, from, progress).await {
                 Ok(()) => {
@@ -455,8 +458,12 @@ fn build_client(
     // The TLS set-up costs nothing until a TLS connection is made (the
     // roots are read then), so an http:// URL may be redirected to https://.
     let cacert = !extra_roots.is_empty();
-    let tls = tls::client_config(extra_roots, opts.insecure)
-        .map_err(|e| format!("cannot set up TLS: {}", tls::explain(&e, cacert)))?;
+    let tls = tls::client_config(extra_roots, opts.insecure).map_err(|e| {
+        format!(
+            "cannot set up TLS: {}",
+            tls::explain(&e, tls::Advice::for_http(cacert))
+        )
+    })?;
     Client::builder()
         .retry(reqwest::retry::never())
         .user_agent(concat!("retry/", env!("CARGO_PKG_VERSION")))

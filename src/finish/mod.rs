@@ -9,16 +9,24 @@
 //! attempt's `--hold-output`), `textfile` and `push` (Prometheus metrics,
 //! rendered by `metrics`), `ping` (a heartbeat monitor), over the HTTP
 //! client of `client`, and `give_up` (the `--on-give-up` hook).
+//!
+//! The reports over the network (the push and the pings) share one bound,
+//! [`REPORTS`] from the end of the run, [`REPORTS_AFTER_SIGNAL`] when a
+//! signal ended it: a supervisor that stops retry (`docker stop` sends TERM
+//! and KILL 10 s later) still hears the final ping, and a monitor that
+//! hangs never holds the exit longer. [`ReportClock`] carries it to them.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::attempt::hold::Held;
 use crate::attempt::hook::Hook;
 use nix::sys::signal::Signal;
 
-use crate::event::Ending;
+use crate::event::{End, Ending};
 use crate::log::Logger;
 use crate::signals::Signals;
 
@@ -39,6 +47,50 @@ pub struct RunSummary {
     /// From the start of the run to its end (the outputs' own time excluded).
     pub duration: Duration,
     pub ending: Ending,
+}
+
+/// The environment variables of the reports, which the command does not
+/// get: the heartbeat check and the gateway's job belong to this run (a
+/// retry inside COMMAND must not report to them too), and they may hold a
+/// secret.
+pub const REPORTS_ENV: [&str; 4] = [
+    "RETRY_PING",
+    "RETRY_PING_FILE",
+    "RETRY_METRICS_PUSH",
+    "RETRY_METRICS_PUSH_PASSWORD_FILE",
+];
+
+/// How long the reports over the network may take in all, from the end
+/// of the run: well inside the 10 s a supervisor such as `docker stop`
+/// gives between TERM and KILL.
+pub const REPORTS: Duration = Duration::from_secs(8);
+/// The same when a signal ended the run: the command's own exit took part
+/// of the supervisor's grace already.
+pub const REPORTS_AFTER_SIGNAL: Duration = Duration::from_secs(4);
+
+/// When the reports over the network must be done, shared by the outputs
+/// that send them; set once the run has ended (until then, unbounded: the
+/// start ping runs under its own limits).
+#[derive(Debug, Clone, Default)]
+pub struct ReportClock(Rc<Cell<Option<Instant>>>);
+
+impl ReportClock {
+    /// Starts the bound for a run that ended as `end`.
+    fn start(&self, end: End) {
+        let bound = if end == End::Interrupted {
+            REPORTS_AFTER_SIGNAL
+        } else {
+            REPORTS
+        };
+        self.0.set(Instant::now().checked_add(bound));
+    }
+
+    /// The time left (zero once it is over); `None` before the run ended.
+    pub fn left(&self) -> Option<Duration> {
+        self.0
+            .get()
+            .map(|until| until.saturating_duration_since(Instant::now()))
+    }
 }
 
 /// What an output may use while it does its work: the log, the signals (an
@@ -94,6 +146,7 @@ pub fn check(options: &FinishOptions) -> Result<(), String> {
 #[derive(Default)]
 pub struct Outputs {
     list: Vec<Box<dyn Output>>,
+    clock: ReportClock,
 }
 
 impl Outputs {
@@ -113,11 +166,12 @@ impl Outputs {
             }
             if let Some(url) = &m.push {
                 let push = push::Push::new(url.clone(), m.job.clone(), m.labels.clone());
-                outputs.push(Box::new(push));
+                outputs.push(Box::new(push.with_clock(outputs.clock.clone())));
             }
         }
         if let Some(p) = &options.ping {
-            outputs.push(Box::new(ping::Ping::new(p)));
+            let ping = ping::Ping::new(p).with_clock(outputs.clock.clone());
+            outputs.push(Box::new(ping));
         }
         if let Some(hook) = &options.on_give_up {
             outputs.push(Box::new(give_up::GiveUp::new(hook)));
@@ -143,6 +197,7 @@ impl Outputs {
 
     /// Hands the summary to every output, one after the other.
     pub async fn finished(&mut self, summary: &RunSummary, ctx: &mut Ctx<'_>) {
+        self.clock.start(summary.ending.end);
         for output in &mut self.list {
             output.finished(summary, ctx).await;
         }

@@ -198,16 +198,24 @@ pub struct Logger {
 }
 
 impl Logger {
-    /// Open the log as configured. Fails only when `--log-file` cannot be opened.
-    pub fn open(opts: &LogOptions, started: Instant) -> std::io::Result<Logger> {
+    /// Open the log as configured. Fails only when `--log-file` cannot be
+    /// opened (the error is the message, naming the flag): it is opened as
+    /// every file retry writes where others may be (`fsutil::open_append`:
+    /// no planted link followed, no other user's file written into, no wait
+    /// for a FIFO's reader).
+    pub fn open(opts: &LogOptions, started: Instant) -> Result<Logger, String> {
+        use crate::fsutil::{Rule, open_append};
         let extras = Extras::decide(opts, &Surroundings::detect());
         let (format, verbosity) = stderr_channel(opts);
         let mut channels = Vec::with_capacity(2);
         if let Some(path) = &opts.file {
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)?;
+            let file = open_append(path, Rule::Output).map_err(|e| {
+                format!(
+                    "cannot open --log-file {}: {}",
+                    path.display(),
+                    e.about(path)
+                )
+            })?;
             channels.push(Channel {
                 format: opts.format,
                 verbosity: i8::MAX,

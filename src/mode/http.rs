@@ -21,7 +21,7 @@ use crate::attempt::http::{Body, Data, FileSink, HttpAttempt, HttpOptions, Prepa
 use crate::drive;
 use crate::event::{Ending, Event};
 use crate::exit;
-use crate::fsutil::{self, ResolveError, Rule, Target};
+use crate::fsutil::{self, Destination, Rule, Target};
 use crate::human::{escape_controls, io_error};
 use crate::log::{LogFormat, Logger};
 use crate::policy::{Config, parse_header};
@@ -211,30 +211,15 @@ fn prepare(request: &HttpOptions) -> Result<(Inputs, Output), String> {
     ))
 }
 
-/// `-o FILE`: a device or FIFO to write directly, or a file to replace
-/// whole, in a directory retry may write in.
+/// `-o FILE`: a device or FIFO to write directly (never waited on), or a
+/// file to replace whole, in a directory retry may write in; never another
+/// user's file, FIFO or device in a directory others can write to.
 fn output(path: &Path) -> Result<Output, String> {
-    // `/dev/null`, a FIFO, `/dev/stdout`: nothing to rename over, and no
-    // partial file to leave behind.
-    if let Ok(meta) = std::fs::metadata(path)
-        && !meta.is_file()
-        && !meta.is_dir()
-    {
-        return std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)
-            .map(Output::Direct)
-            .map_err(|e| output_error(path, &io_error(&e)));
+    match fsutil::open_destination(path, Rule::Output) {
+        Ok(Destination::Replace(t)) => Ok(Output::File(t)),
+        Ok(Destination::Direct(f)) => Ok(Output::Direct(f)),
+        Err(e) => Err(output_error(path, &e.about(path))),
     }
-    fsutil::resolve(path, Rule::Output)
-        .map(|t| Output::File(Box::new(t)))
-        .map_err(|e| match e {
-            ResolveError::Io(p, io) if p == path => output_error(path, &io_error(&io)),
-            ResolveError::Io(p, io) => {
-                output_error(path, &format!("{}: {}", p.display(), io_error(&io)))
-            }
-            ResolveError::Untrusted(u) => output_error(path, &u.to_string()),
-        })
 }
 
 /// The usage error for an `-o` that cannot be written.

@@ -420,6 +420,17 @@ const FLAGS: &[Flag] = &[
         .monitor
         .metrics_push
         .is_some()),
+    row!(
+        "metrics_push_password_file",
+        "--metrics-push-password-file",
+        Report,
+        REAL,
+        |c| c.monitor.metrics_push_password_file.is_some()
+    ),
+    row!("ping_file", "--ping-file", Report, REAL, |c| c
+        .monitor
+        .ping_file
+        .is_some()),
     row!("metrics_job", "--metrics-job", Report, REAL, |c| c
         .monitor
         .metrics_job

@@ -327,3 +327,18 @@ fn values_that_start_with_a_hyphen_are_judged_as_values() {
     // A pattern or a body may start with '-'.
     assert!(config(&["--retry-if-output", "-1", "--", "true"]).is_ok());
 }
+
+#[test]
+fn state_required_without_shared_state_is_refused_not_ignored() {
+    for args in [
+        &["--state-required", "--", "true"][..],
+        &["--group", "g", "--state-required", "--", "true"],
+    ] {
+        let e = err(args);
+        assert!(
+            e.contains("--state-required applies to shared state"),
+            "{args:?}: {e}"
+        );
+    }
+    assert!(config(&["--group", "g", "--budget", "--state-required", "--", "true"]).is_ok());
+}

@@ -366,8 +366,57 @@ fn unwritable_log_file_is_125_and_runs_nothing() {
     )
     .run();
     out.expect_code(125);
-    assert!(out.stderr_text().contains("cannot open log file"));
+    assert!(out.stderr_text().contains("cannot open --log-file"));
     assert!(!marker.exists());
+}
+
+#[test]
+fn a_log_file_fifo_nobody_reads_is_125_at_once_instead_of_a_hang() {
+    let dir = scratch();
+    let fifo = dir.path().join("log");
+    let marker = dir.path().join("ran");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    let started = std::time::Instant::now();
+    let out = retry_sh(
+        &["--max-time", "2s", "--log-file", &path_str(&fifo)],
+        &format!("touch {}", path_str(&marker)),
+    )
+    .run();
+    out.expect_code(125);
+    assert!(
+        out.stderr_text().contains("cannot open --log-file")
+            && out.stderr_text().contains("nobody reads"),
+        "{}",
+        out.stderr_text()
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert!(!marker.exists());
+}
+
+#[test]
+fn a_log_file_another_user_made_in_a_sticky_directory_stays_unwritten() {
+    use crate::util::{NOBODY, Sticky, as_nobody, plays_a_second_user};
+    if !plays_a_second_user() {
+        return;
+    }
+    let tmp = Sticky::new();
+    let log = tmp.join("job.log");
+    as_nobody(&format!("touch '{0}' && chmod 666 '{0}'", log.display()));
+    let marker = tmp.join("ran");
+    let out = retry_sh(
+        &["--log-file", &path_str(&log)],
+        &format!("touch {}", path_str(&marker)),
+    )
+    .run();
+    out.expect_code(125);
+    assert!(
+        out.stderr_text()
+            .contains(&format!("is another user's file (uid {NOBODY})")),
+        "{}",
+        out.stderr_text()
+    );
+    assert!(!marker.exists());
+    assert_eq!(std::fs::metadata(&log).expect("stat").len(), 0);
 }
 
 #[test]

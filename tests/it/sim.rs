@@ -461,6 +461,33 @@ fn a_bad_plot_path_is_refused_before_the_simulation_runs() {
 }
 
 #[test]
+fn a_plot_fifo_nobody_reads_or_another_user_planted_is_refused_at_once() {
+    let dir = scratch();
+    let fifo = dir.path().join("plot.svg");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    let out = plot_refused(&fifo);
+    assert!(
+        out.stderr_text().contains("is a FIFO that nobody reads"),
+        "{}",
+        out.stderr_text()
+    );
+    use crate::util::{NOBODY, Sticky, as_nobody, plays_a_second_user};
+    if !plays_a_second_user() {
+        return;
+    }
+    let tmp = Sticky::new();
+    let theirs = tmp.join("storm.svg");
+    as_nobody(&format!("touch '{0}' && chmod 666 '{0}'", theirs.display()));
+    let out = plot_refused(&theirs);
+    assert!(
+        out.stderr_text()
+            .contains(&format!("is another user's file (uid {NOBODY})")),
+        "{}",
+        out.stderr_text()
+    );
+}
+
+#[test]
 fn compare_refuses_a_jitter_kind_and_jitter_max_stays_within_the_cap() {
     for (args, needle) in [
         (

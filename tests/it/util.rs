@@ -280,6 +280,17 @@ pub fn scratch() -> tempfile::TempDir {
 /// may not reach a build directory under a private home or `mktemp -d`.
 pub fn bin_for_anyone() -> (tempfile::TempDir, PathBuf) {
     use std::os::unix::fs::PermissionsExt;
+    let dir = scratch_for_anyone();
+    let copy = dir.path().join("retry");
+    std::fs::copy(bin(), &copy).expect("copy the binary");
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).expect("chmod 755");
+    (dir, copy)
+}
+
+/// A fresh directory (mode 0755) under a temporary directory whose every
+/// ancestor others may search.
+pub fn scratch_for_anyone() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
     let searchable = |dir: &Path| {
         dir.ancestors().all(|d| {
             std::fs::metadata(d).is_ok_and(|m| m.is_dir() && m.permissions().mode() & 0o001 != 0)
@@ -297,10 +308,7 @@ pub fn bin_for_anyone() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir_in(base).expect("temp dir");
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
         .expect("chmod 755");
-    let copy = dir.path().join("retry");
-    std::fs::copy(bin(), &copy).expect("copy the binary");
-    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).expect("chmod 755");
-    (dir, copy)
+    dir
 }
 
 /// A port on 127.0.0.1 that nothing listens on (bound, then released).
@@ -454,4 +462,73 @@ pub fn peak_rss_kib(args: &[&str], script: &str, code: i32) -> u64 {
         .last()
         .and_then(|l| l.trim().parse().ok())
         .unwrap_or_else(|| panic!("no peak RSS in {text:?}"))
+}
+
+/// Whether a test that plays a second user can run: it changes owners and
+/// switches users, which needs root (as in CI). Otherwise says so.
+pub fn plays_a_second_user() -> bool {
+    if nix::unistd::Uid::effective().is_root() {
+        true
+    } else {
+        eprintln!("SKIPPED: this test plays a second user and needs root");
+        false
+    }
+}
+
+/// The second user of the hostile tests.
+pub const NOBODY: u32 = 65534;
+
+/// `sh -c SCRIPT` as the unprivileged user `nobody`, not yet started.
+/// setpriv (util-linux, installed by scripts/test.sh) also drops root's
+/// supplementary groups.
+pub fn as_nobody_command(script: &str) -> Command {
+    let id = NOBODY.to_string();
+    let mut cmd = Command::new("setpriv");
+    cmd.args([
+        "--reuid",
+        &id,
+        "--regid",
+        &id,
+        "--clear-groups",
+        "sh",
+        "-c",
+        script,
+    ])
+    .env_clear()
+    .env("PATH", "/usr/bin:/bin");
+    cmd
+}
+
+/// `sh -c SCRIPT` run as `nobody`; fails the test unless it succeeds.
+#[track_caller]
+pub fn as_nobody(script: &str) {
+    let out = as_nobody_command(script).output().expect("sh as nobody");
+    assert!(
+        out.status.success(),
+        "as nobody: {script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A directory every user may write in and that is sticky, as `/tmp`,
+/// inside a scratch directory others may search (so that `nobody` reaches
+/// it wherever the checkout lives).
+pub struct Sticky {
+    _root: tempfile::TempDir,
+    pub path: PathBuf,
+}
+
+impl Sticky {
+    pub fn new() -> Sticky {
+        use std::os::unix::fs::PermissionsExt;
+        let root = scratch_for_anyone();
+        let path = root.path().join("tmp");
+        std::fs::create_dir(&path).expect("mkdir");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+        Sticky { _root: root, path }
+    }
+
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
 }

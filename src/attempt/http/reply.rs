@@ -30,7 +30,7 @@ pub fn failure(e: &reqwest::Error, cacert: bool) -> Status {
     if let Some(t) = tls_error(e) {
         return Status::Net {
             failure: NetFailure::Tls,
-            detail: tls::explain(t, cacert),
+            detail: tls::explain(t, tls::Advice::for_http(cacert)),
         };
     }
     if let Some(why) = malformed(e) {

@@ -307,6 +307,51 @@ fn a_redirect_from_https_down_to_http_is_refused() {
 }
 
 #[test]
+fn pings_and_pushes_refuse_a_redirect_from_https_down_to_http() {
+    let pki = Pki::new();
+    let plain = Server::start(vec![reply(200)]);
+    let answer = format!(
+        "HTTP/1.1 307 Moved\r\nLocation: {}/ping/s3cret-uuid\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        plain.url
+    );
+    let s = TlsServer::answering(
+        &pki.path("server.pem"),
+        &pki.path("server.key"),
+        answer.into_bytes(),
+    );
+    let ping = format!("https://127.0.0.1:{}/ping/s3cret-uuid", s.port);
+    let gateway = format!("https://u:pushpw@127.0.0.1:{}", s.port);
+    let ca = pki.path("ca.pem");
+    let r = retry_env(
+        &[
+            "--ping",
+            &ping,
+            "--ping-log",
+            "--metrics-push",
+            &gateway,
+            "--",
+            "true",
+        ],
+        &[("SSL_CERT_FILE", ca.as_str())],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // The start ping, the push and the final ping: each refused, in words
+    // that show no secret.
+    let refusals = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains("from https:// down to http://"))
+        .count();
+    assert_eq!(refusals, 3, "{}", r.stderr);
+    assert!(
+        !r.stderr.contains("s3cret") && !r.stderr.contains("pushpw"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(plain.hits(), 0);
+}
+
+#[test]
 fn a_tls_server_behind_an_http_url_exits_8_and_says_so() {
     let pki = Pki::new();
     let s = pki.serve("server");
