@@ -37,10 +37,9 @@ pub fn check_outputs(config: &Config) -> Result<(), u8> {
 /// status.
 pub fn drive<A, F, D>(
     config: &Config,
-    log: &mut Logger,
+    log: Log,
     shown: &[std::ffi::OsString],
     seed: u64,
-    rng: &mut rng::JitterRng,
     make: F,
     deliver: D,
 ) -> u8
@@ -51,6 +50,19 @@ where
 {
     let started_at = std::time::SystemTime::now();
     let started = Instant::now();
+    let Log {
+        logger: mut log,
+        failed,
+    } = log;
+    let log = &mut log;
+    // A log file that could not be opened is retry's own failure before
+    // the first attempt: the attempts are not even set up.
+    let make = move || match failed {
+        Some(why) => Err(why),
+        None => make(),
+    };
+    let mut rng = rng::seeded(seed);
+    let rng = &mut rng;
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -233,14 +245,26 @@ fn state_stopped(stop: state::Stop, log: &mut Logger) -> Ending {
     Ending::before_attempts(end, code, why)
 }
 
-/// The log as configured. When `--log-file` cannot be opened: a log on
-/// stderr alone and the error, which `drive` then reports as retry's own
-/// failure before the first attempt (exit 125), so that the metrics and the
+/// The run's log as configured. When `--log-file` cannot be opened: a log
+/// on stderr alone and why, which `drive` reports as retry's own failure
+/// before the first attempt (exit 125), so that the metrics and the
 /// heartbeat monitor hear of it too.
-pub fn open_log(config: &Config, started: Instant) -> (Logger, Option<String>) {
+pub struct Log {
+    pub logger: Logger,
+    failed: Option<String>,
+}
+
+/// Open the log `config` asks for.
+pub fn open_log(config: &Config, started: Instant) -> Log {
     match Logger::open(&config.log, started) {
-        Ok(log) => (log, None),
-        Err(why) => (Logger::stderr(), Some(why)),
+        Ok(logger) => Log {
+            logger,
+            failed: None,
+        },
+        Err(why) => Log {
+            logger: Logger::stderr(),
+            failed: Some(why),
+        },
     }
 }
 

@@ -8,7 +8,6 @@ use crate::drive;
 use crate::finish;
 use crate::mask;
 use crate::policy::Config;
-use crate::rng;
 
 pub fn main(config: &Config, command: &[OsString], started: Instant, seed: u64) -> u8 {
     for var in finish::REPORTS_ENV {
@@ -23,7 +22,7 @@ pub fn main(config: &Config, command: &[OsString], started: Instant, seed: u64) 
     if let Err(code) = drive::check_outputs(config) {
         return code;
     }
-    let (mut log, log_failed) = drive::open_log(config, started);
+    let log = drive::open_log(config, started);
     let depth = config.nesting.outer_depth.saturating_add(1);
     let process = config.process.clone();
     // Only the log sees this copy: secrets in the arguments become ***.
@@ -34,14 +33,10 @@ pub fn main(config: &Config, command: &[OsString], started: Instant, seed: u64) 
     let command = command.to_vec();
     drive::drive(
         config,
-        &mut log,
+        log,
         &shown,
         seed,
-        &mut rng::seeded(seed),
-        || match log_failed {
-            Some(why) => Err(why),
-            None => Ok(ProcessAttempt::new(command, process, depth)),
-        },
-        |finish, _, _| finish.exit_code,
+        || Ok(ProcessAttempt::new(command, process, depth)),
+        |ending, _, _| ending.exit_code,
     )
 }

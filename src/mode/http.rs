@@ -55,11 +55,11 @@ pub fn main(config: &Config, request: &HttpOptions, started: Instant, seed: u64)
         (None, Some(f)) => Sink::Direct(f),
         (None, None) => Sink::Stdout,
     };
-    let (mut log, log_failed) = drive::open_log(config, started);
+    let mut log = drive::open_log(config, started);
     if request.insecure {
         let message = "--insecure: the server's certificate is not verified; \
                        anyone on the path can read and change this exchange";
-        log.emit(&Event::Warning { message });
+        log.logger.emit(&Event::Warning { message });
         if config.log.file.is_some() && config.log.format == LogFormat::Text {
             // With --log-file, stderr carries only the give-up line; this
             // must reach a person too.
@@ -77,14 +77,10 @@ pub fn main(config: &Config, request: &HttpOptions, started: Instant, seed: u64)
     let shown = request.display_words();
     drive::drive(
         config,
-        &mut log,
+        log,
         &shown,
         seed,
-        &mut crate::rng::seeded(seed),
-        || match log_failed {
-            Some(why) => Err(why),
-            None => HttpAttempt::new(request, prepared, expect, idle, config.log.verbosity >= 1),
-        },
+        || HttpAttempt::new(request, prepared, expect, idle, config.log.verbosity >= 1),
         deliver,
     )
 }

@@ -9,13 +9,15 @@ use super::retries::parse_codes;
 use super::*;
 use crate::backoff::{Growth, Jitter};
 
-fn config(args: &[&str]) -> Result<Config, UsageError> {
+/// The whole validation of `retry ARGS` (no environment).
+pub(super) fn config(args: &[&str]) -> Result<Config, UsageError> {
     let mut argv = vec!["retry"];
     argv.extend_from_slice(args);
     Config::from_cli(Cli::parse_from(argv), Nesting::default())
 }
 
-fn err(args: &[&str]) -> String {
+/// The usage error `retry ARGS` is.
+pub(super) fn err(args: &[&str]) -> String {
     config(args).expect_err("should be a usage error").0
 }
 

@@ -5,12 +5,11 @@
 //! nothing and passes stdout through instead. The full disks are small
 //! tmpfs mounts in a private mount namespace.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use crate::util::{path_str, retry_sh, scratch, wait_for_file};
+use crate::util::{FILL_TMPFS, path_str, retry_sh, scratch, wait_for_file};
 
 /// A cron job's noise: `lines` numbered lines on stdout, then its error on
 /// stderr, and a failure.
@@ -172,50 +171,25 @@ fn the_spool_never_grows_past_the_bound() {
     assert!(out.stdout_text().ends_with("2999999\n3000000\n"));
 }
 
-/// Runs `script` in a private mount namespace where `$M` is a tmpfs of
-/// `size` that `setup` (shell) prepares; `$R` is retry and `$O` a
-/// directory for results. Returns what the script left in `$O/out` and
-/// `$O/code`; None where mount namespaces are not allowed.
+/// Runs `script` with `$TMPDIR` on a tmpfs of `size` (`$M`, world-writable
+/// and sticky as /tmp is) that `setup` (shell) prepares; `$R` is retry and
+/// `$O` a directory for results. Returns what the script left in `$O/out`
+/// and its exit code; None where mount namespaces are not allowed.
 fn on_small_tmpfs(size: &str, setup: &str, script: &str) -> Option<(i32, Vec<u8>)> {
-    if !crate::need::unshare(
-        &["-m", "sh", "-c", "mount -t tmpfs tmpfs /mnt"],
-        "a private mount namespace with a tmpfs",
-    ) {
-        return None;
-    }
-    let t = scratch();
-    let m = t.path().join("m");
-    let o = t.path().join("o");
-    std::fs::create_dir(&m).expect("mount point");
-    std::fs::create_dir(&o).expect("results");
-    let full = format!(
-        "set -e; M='{m}'; O='{o}'; R='{r}'
-         mount -t tmpfs -o size={size},mode=1777 tmpfs \"$M\"
-         {setup}
+    let script = format!(
+        "{setup}
          set +e
          export TMPDIR=\"$M\"
          {script}
-         echo $? > \"$O/code\"",
-        m = path_str(&m),
-        o = path_str(&o),
-        r = path_str(crate::util::bin()),
+         echo $? > \"$O/code\""
     );
-    let status = Command::new("unshare")
-        .args(["-m", "sh", "-c", &full])
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .status()
-        .expect("unshare");
-    assert!(status.success(), "the set-up failed");
+    let (_t, o) = crate::util::in_private_tmpfs(&format!("size={size},mode=1777"), &script)?;
     let code = std::fs::read_to_string(o.join("code")).expect("code");
     Some((
         code.trim().parse().expect("a code"),
         std::fs::read(o.join("out")).unwrap_or_default(),
     ))
 }
-
-/// Fills the tmpfs.
-const FULL: &str = "dd if=/dev/zero of=\"$M/fill\" bs=4k 2>/dev/null || true";
 
 #[test]
 fn a_full_tmpdir_keeps_the_end_of_the_output_and_says_so_before_it_even_with_q() {
@@ -239,7 +213,7 @@ fn a_full_tmpdir_keeps_the_end_of_the_output_and_says_so_before_it_even_with_q()
 #[test]
 fn a_tmpdir_full_from_the_start_lets_the_output_through_and_says_why_with_q() {
     let script = "\"$R\" -q --hold-output --max=1 -- sh -c 'echo the output' > \"$O/out\" 2>&1";
-    let Some((code, out)) = on_small_tmpfs("256k", FULL, script) else {
+    let Some((code, out)) = on_small_tmpfs("256k", FILL_TMPFS, script) else {
         return;
     };
     assert_eq!(code, 0);

@@ -532,3 +532,42 @@ impl Sticky {
         self.path.join(name)
     }
 }
+
+/// Fills the tmpfs of [`in_private_tmpfs`] (its `$M`).
+pub const FILL_TMPFS: &str = "dd if=/dev/zero of=\"$M/fill\" bs=4k 2>/dev/null || true";
+
+/// Runs `script` (sh, `set -e` until it says otherwise) in a private mount
+/// namespace where `$M` is a fresh tmpfs mounted with `options` (`size=64k`,
+/// `size=1m,mode=1777`), `$R` is retry and `$O` a directory for what the
+/// script leaves the caller. Returns that directory (kept while the
+/// `TempDir` lives); None (a counted skip) where such a namespace cannot be
+/// made.
+pub fn in_private_tmpfs(options: &str, script: &str) -> Option<(tempfile::TempDir, PathBuf)> {
+    if !crate::need::unshare(
+        &["-m", "sh", "-c", "mount -t tmpfs tmpfs /mnt"],
+        "a private mount namespace with a tmpfs",
+    ) {
+        return None;
+    }
+    let t = scratch();
+    let m = t.path().join("m");
+    let o = t.path().join("o");
+    std::fs::create_dir(&m).expect("mount point");
+    std::fs::create_dir(&o).expect("results");
+    let full = format!(
+        "set -e; M='{m}'; O='{o}'; R='{r}'
+         mount -t tmpfs -o {options} tmpfs \"$M\"
+         {script}",
+        m = path_str(&m),
+        o = path_str(&o),
+        r = path_str(bin()),
+    );
+    let status = Command::new("unshare")
+        .args(["-m", "sh", "-c", &full])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .status()
+        .expect("unshare");
+    assert!(status.success(), "the set-up failed");
+    Some((t, o))
+}

@@ -3,17 +3,8 @@
 use clap::{CommandFactory, Parser};
 
 use super::*;
+use crate::policy::tests::{config, err};
 use crate::policy::{Config, Nesting};
-
-fn config(args: &[&str]) -> Result<Config, UsageError> {
-    let mut argv = vec!["retry"];
-    argv.extend_from_slice(args);
-    Config::from_cli(Cli::parse_from(argv), Nesting::default())
-}
-
-fn err(args: &[&str]) -> String {
-    config(args).expect_err("should be a usage error").0
-}
 
 #[test]
 fn every_flag_clap_knows_has_one_row_under_its_own_name() {

@@ -6,7 +6,7 @@ use std::thread;
 use std::time::Duration;
 
 use super::{Redis, Store, budget_count, epoch_secs};
-use crate::util::{Outcome, free_port, path_str, retry, retry_sh, scratch};
+use crate::util::{FILL_TMPFS, Outcome, free_port, path_str, retry, retry_sh, scratch};
 
 /// `retry --group g --state STATE --budget --state-required -- sh -c SCRIPT`:
 /// a run that may not go ahead without the store.
@@ -282,38 +282,17 @@ fn features_without_a_group_are_a_usage_error() {
 /// whether the command ran and what the store directory holds afterwards;
 /// None (a skip) where a private mount namespace with a tmpfs cannot be made.
 fn on_tmpfs(setup: &str, args: &[&str]) -> Option<(i32, String, bool, Vec<String>)> {
-    use std::process::Command;
-    if !crate::need::unshare(
-        &["-m", "sh", "-c", "mount -t tmpfs tmpfs /mnt"],
-        "a private mount namespace with a tmpfs",
-    ) {
-        return None;
-    }
-    let t = scratch();
-    let m = t.path().join("m");
-    let out = t.path().join("out");
-    std::fs::create_dir(&m).expect("mount point");
-    std::fs::create_dir(&out).expect("out");
     let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
     let script = format!(
-        "set -e; M='{m}'; O='{o}'
-         mount -t tmpfs -o size=64k tmpfs \"$M\"
-         mkdir -m 0700 \"$M/state\"
+        "mkdir -m 0700 \"$M/state\"
          {setup}
          set +e
-         '{bin}' --group g --state \"$M/state\" {args} -- sh -c \"touch '$O/ran'\" 2> \"$O/stderr\"
+         \"$R\" --group g --state \"$M/state\" {args} -- sh -c \"touch '$O/ran'\" 2> \"$O/stderr\"
          echo $? > \"$O/code\"
          ls -A \"$M/state\" > \"$O/listing\"",
-        m = path_str(&m),
-        o = path_str(&out),
-        bin = path_str(crate::util::bin()),
         args = quoted.join(" "),
     );
-    let status = Command::new("unshare")
-        .args(["-m", "sh", "-c", &script])
-        .status()
-        .expect("unshare");
-    assert!(status.success(), "the set-up failed");
+    let (_t, out) = crate::util::in_private_tmpfs("size=64k", &script)?;
     let read = |n: &str| std::fs::read_to_string(out.join(n)).unwrap_or_default();
     Some((
         read("code").trim().parse().expect("code"),
@@ -323,14 +302,12 @@ fn on_tmpfs(setup: &str, args: &[&str]) -> Option<(i32, String, bool, Vec<String
     ))
 }
 
-/// Fills the tmpfs.
-const FULL: &str = "dd if=/dev/zero of=\"$M/fill\" bs=4k 2>/dev/null || true";
 /// Makes the tmpfs read-only.
 const READ_ONLY: &str = "mount -o remount,ro \"$M\"";
 
 #[test]
 fn state_required_exits_125_before_the_command_runs() {
-    for (why, setup) in [("full", FULL), ("read-only", READ_ONLY)] {
+    for (why, setup) in [("full", FILL_TMPFS), ("read-only", READ_ONLY)] {
         // Without a tmpfs (a counted skip), the held lock below still runs.
         let Some((code, err, ran, _)) = on_tmpfs(setup, &["--budget", "--state-required"]) else {
             break;
@@ -352,7 +329,7 @@ fn state_required_exits_125_before_the_command_runs() {
 
 #[test]
 fn a_full_disk_leaves_no_temporary_file_behind() {
-    let Some((code, err, ran, listing)) = on_tmpfs(FULL, &["--budget", "--max", "1"]) else {
+    let Some((code, err, ran, listing)) = on_tmpfs(FILL_TMPFS, &["--budget", "--max", "1"]) else {
         return;
     };
     assert_eq!(code, 0, "{err}");
