@@ -11,6 +11,7 @@ pub mod after;
 mod args;
 pub mod attempt;
 pub mod backoff;
+pub mod bound;
 pub mod classify;
 pub mod cli;
 mod drive;

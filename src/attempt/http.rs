@@ -410,13 +410,13 @@ impl Attempt for HttpAttempt<'_> {
             let quiet_until = idle.and_then(|d| progress.last.get().checked_add(d));
             tokio::select! {
                 status = &mut exchange => return status,
-                () = sleep_until(wake) => {
+                () = crate::bound::until(wake) => {
                     return Status::Net {
                         failure: progress.stopped(limit),
                         detail: String::new(),
                     };
                 }
-                () = sleep_until(quiet_until) => {
+                () = crate::bound::until(quiet_until) => {
                     // Bytes may have come since this timer was set.
                     if let Some(d) = idle
                         && progress.last.get().elapsed() >= d
@@ -441,13 +441,6 @@ impl Attempt for HttpAttempt<'_> {
                 }
             }
         }
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
-        None => std::future::pending().await,
     }
 }
 

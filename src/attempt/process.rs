@@ -365,7 +365,7 @@ impl Attempt for ProcessAttempt {
             };
             tokio::select! {
                 _ = sigchld.recv() => {}
-                () = sleep_until(wake) => match stop {
+                () = crate::bound::until(wake) => match stop {
                     None => {
                         let limit = ctx.deadline.map_or(Limit::Attempt, |(_, l)| l);
                         target.stop(self.opts.stop_signal);
@@ -376,7 +376,7 @@ impl Attempt for ProcessAttempt {
                         killed = true;
                     }
                 },
-                () = sleep_until(idle_wake) => {
+                () = crate::bound::until(idle_wake) => {
                     // The child may have written meanwhile: then this wait
                     // only moves on.
                     if silent(&pump).is_some_and(|at| at <= Instant::now()) {
@@ -596,7 +596,7 @@ impl ProcessAttempt {
                 _ = sigchld.recv() => {}
                 // Grandchildren that are not retry's to reap send no SIGCHLD.
                 () = tokio::time::sleep(Duration::from_millis(10)) => {}
-                () = sleep_until(kill_wake) => {
+                () = crate::bound::until(kill_wake) => {
                     target.send(libc::SIGKILL);
                     killed_at = Some(Instant::now());
                 }
@@ -641,7 +641,7 @@ async fn finish_output(pump: &mut Pump, ctx: &Context, signals: &mut Signals) ->
     tokio::select! {
         biased;
         () = pump.finished() => {}
-        () = sleep_until(give_up) => {}
+        () = crate::bound::until(give_up) => {}
         () = async {
             while !is_terminating(signals.recv().await) {}
         } => {}
@@ -653,13 +653,6 @@ async fn finish_output(pump: &mut Pump, ctx: &Context, signals: &mut Signals) ->
 /// end a job: Ctrl-C and Ctrl-\.
 fn is_terminal_interrupt(sig: i32) -> bool {
     sig == libc::SIGINT || sig == libc::SIGQUIT
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
-        None => std::future::pending().await,
-    }
 }
 
 /// A failure to start COMMAND, classified by its cause: a missing program

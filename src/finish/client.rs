@@ -9,13 +9,11 @@
 
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
 use reqwest::{Client, RequestBuilder, Url};
 
 use super::Ctx;
 use crate::attempt::http::reply::{root, tls_error};
 use crate::attempt::http::tls;
-use crate::signals::{Signals, is_terminating, suspend_self};
 
 /// How much of an answer's body is read: enough for the server's one-line
 /// complaint (the Pushgateway's "pushed metrics are invalid").
@@ -132,7 +130,7 @@ pub async fn unless_cut<T>(work: impl Future<Output = T>, ctx: &mut Ctx<'_>) -> 
     }
     tokio::select! {
         r = work => Some(r),
-        sig = next_terminating(ctx.signals) => {
+        sig = ctx.signals.next_terminating() => {
             ctx.cut = Some(sig);
             None
         }
@@ -144,20 +142,6 @@ pub fn cut_short(ctx: &Ctx<'_>) -> String {
     match ctx.cut {
         Some(sig) => format!("cut short by {}", crate::classify::signal_name(sig as i32)),
         None => "cut short".to_string(),
-    }
-}
-
-/// The next terminating signal that arrives from now on; Ctrl-Z still
-/// suspends retry meanwhile.
-async fn next_terminating(signals: &mut Signals) -> Signal {
-    loop {
-        let sig = signals.recv().await;
-        if is_terminating(sig) {
-            return sig;
-        }
-        if sig == Signal::SIGTSTP {
-            suspend_self();
-        }
     }
 }
 
