@@ -74,6 +74,8 @@ pub struct Retry<T> {
     /// before the group's pace has its say.
     pub delay: Duration,
     input: wait::Input<T>,
+    /// The wait without a pace slot, as decided.
+    own: Decision<T>,
 }
 
 impl<T: Moment> Retry<T> {
@@ -81,10 +83,14 @@ impl<T: Moment> Retry<T> {
     /// retry's own wait already ends after the slot). It may now be a
     /// give-up: the slot can lie past `--max-time`.
     pub fn with_slot(&self, slot: Option<T>) -> Decision<T> {
-        wait::decide(wait::Input {
-            pace_slot: slot,
-            ..self.input
-        })
+        match slot {
+            // Decided already, without one.
+            None => self.own,
+            Some(_) => wait::decide(wait::Input {
+                pace_slot: slot,
+                ..self.input
+            }),
+        }
     }
 }
 
@@ -138,11 +144,12 @@ pub fn after<T: Moment, R: Rng + ?Sized>(
         pace_slot: None,
     };
     match wait::decide(input) {
-        Decision::Sleep { delay, .. } => Next::Retry(Retry {
+        own @ Decision::Sleep { delay, .. } => Next::Retry(Retry {
             step,
             reset,
             delay,
             input,
+            own,
         }),
         Decision::GiveUp(why) => Next::Stop(Stop::Deadline(why)),
     }
