@@ -112,6 +112,7 @@ impl LocalStore {
         let lock_path = dir.path().join(&lock_name).display().to_string();
         let watch = Watch {
             dir: &dir,
+            lock_name: &lock_name,
             state_name: &state_name,
             lock_path: &lock_path,
         };
@@ -125,7 +126,10 @@ impl LocalStore {
         }
         let file = open_lock(&dir, &lock_name).with_context(|| lock_path.clone())?;
         match file.try_lock() {
-            Ok(()) => return apply(&dir, group, work),
+            Ok(()) => {
+                line::taken(&file);
+                return apply(&dir, group, work);
+            }
             Err(TryLockError::Error(e)) => {
                 return Err(e).with_context(|| format!("cannot lock {lock_path}"));
             }
@@ -150,6 +154,7 @@ impl LocalStore {
                 let file = open_lock(&dir, &lock_name).with_context(|| lock_path.clone())?;
                 file.lock()
                     .with_context(|| format!("cannot lock {lock_path}"))?;
+                line::taken(&file);
                 apply(&dir, group, work)
             }
         }
