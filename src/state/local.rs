@@ -8,8 +8,8 @@
 //! Nothing here trusts the file system: the directory is opened once and
 //! everything else is done relative to it (`openat`, `renameat`), never
 //! through a symbolic link; temporary files are unnamed or uniquely named
-//! (`crate::fsutil`); the lock file is only ever locked, never written. A
-//! directory or file that is not the caller's own, or that others may
+//! (`crate::fsutil`); the lock file is only ever locked (and its time of
+//! change marked, for those in line), never written. A directory or file that is not the caller's own, or that others may
 //! write, is refused, as ssh refuses loose permissions. Files are 0600 in a
 //! 0700 directory. A file that does not parse is reported once and started
 //! afresh.
