@@ -5,30 +5,27 @@
 //! The script reads the server's `TIME`, so the pace schedule of a fleet does
 //! not depend on its hosts' clocks agreeing. It carries out the same rules as
 //! [`super::rules`]; the store tests run both through the same sequences. The
-//! key expires a week after its last change. Connecting and each command are
-//! bounded by short timeouts. A connection the server dropped (an idle
-//! timeout, a restart) is made again once before a call is given up, as
-//! Redis clients do; a call that timed out is not repeated, since it may
-//! have been carried out. Failures are told in words (no answer, not TLS,
-//! an untrusted certificate), and nothing here ever prints the URL.
+//! key expires a week after its last change, and is the script's only key,
+//! with the group as its hash tag: a cluster keeps a group's state on one
+//! node. The servers are one, a Sentinel-managed master or a Cluster
+//! (`address.rs`); `link.rs` connects to them and follows a failover,
+//! `words.rs` tells failures in words. Nothing here ever prints the URL.
 
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
-use redis::aio::MultiplexedConnection;
-use redis::{AsyncConnectionConfig, ConnectionAddr, IntoConnectionInfo, RedisError};
+use redis::IntoConnectionInfo;
 
 use super::Store;
 use super::rules::{Admit, GroupState, Micros, Op, Plan, Reply, SCHEDULE_AHEAD, TRIAL_LEASE};
 
-/// Connecting, including TLS and AUTH.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-/// One script call: it takes microseconds on the server, but a busy host may
-/// be slow to schedule the server or this process.
-const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long a look at why a connection failed may take.
-const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
+mod address;
+mod link;
+mod words;
+
+pub use address::Address;
+use link::Link;
+
 /// How long a group's state outlives its last change.
 const TTL_MS: u64 = 7 * 24 * 3600 * 1000;
 
@@ -38,6 +35,9 @@ const SCRIPT: &str = include_str!("redis.lua");
 /// that a typo is a usage error. Returns what is wrong, in words that never
 /// repeat the URL.
 pub fn check_url(url: &str) -> Result<(), String> {
+    if let Address::Sentinel(_) | Address::Cluster(_) = Address::parse(url)? {
+        return Ok(());
+    }
     // The URL parser's own words first: they say which part is wrong.
     let parsed = reqwest::Url::parse(url).map_err(|e| e.to_string())?;
     let unix = matches!(parsed.scheme(), "unix" | "redis+unix");
@@ -55,12 +55,9 @@ pub fn check_url(url: &str) -> Result<(), String> {
 pub struct RedisStore {
     link: Link,
     script: redis::Script,
-}
-
-/// The connection to the server, made again when it was dropped.
-struct Link {
-    client: redis::Client,
-    conn: Option<MultiplexedConnection>,
+    /// From the last pace slot the store granted: how many runs share the
+    /// group's pace (see [`Store::waiting`]).
+    sharing: u32,
 }
 
 /// The Redis password from `--state-password-file`: the file's first line.
@@ -79,187 +76,14 @@ fn read_password(path: &Path) -> anyhow::Result<String> {
 impl RedisStore {
     pub fn new(url: &str, password_file: Option<&Path>) -> anyhow::Result<RedisStore> {
         // The error names what is wrong, never the URL itself.
-        let mut info = url
-            .into_connection_info()
-            .map_err(|e| anyhow!("invalid Redis URL: {e}"))?;
-        if let Some(file) = password_file {
-            let settings = info
-                .redis_settings()
-                .clone()
-                .set_password(read_password(file)?);
-            info = info.set_redis_settings(settings);
-        }
-        let client = redis::Client::open(info).map_err(|e| anyhow!("invalid Redis URL: {e}"))?;
+        let address = Address::parse(url).map_err(|why| anyhow!("invalid Redis URL: {why}"))?;
+        let password = password_file.map(read_password).transpose()?;
         Ok(RedisStore {
-            link: Link { client, conn: None },
+            link: Link::new(address, password)?,
             script: redis::Script::new(SCRIPT),
+            sharing: 1,
         })
     }
-}
-
-impl Link {
-    async fn connection(&mut self) -> anyhow::Result<&mut MultiplexedConnection> {
-        if self.conn.is_none() {
-            let config = AsyncConnectionConfig::new()
-                .set_connection_timeout(Some(CONNECT_TIMEOUT))
-                .set_response_timeout(Some(COMMAND_TIMEOUT));
-            match self
-                .client
-                .get_multiplexed_async_connection_with_config(&config)
-                .await
-            {
-                Ok(c) => self.conn = Some(c),
-                Err(e) => return Err(self.explain_connect(&e).await),
-            }
-        }
-        self.conn.as_mut().context("no connection")
-    }
-
-    /// Why connecting failed, in words: a timeout is looked into (did the
-    /// server accept the connection? does it answer in plain text where
-    /// TLS was asked for?).
-    async fn explain_connect(&self, e: &RedisError) -> anyhow::Error {
-        let tls = matches!(
-            self.client.get_connection_info().addr(),
-            ConnectionAddr::TcpTls { .. }
-        );
-        if let Some(words) = tls_words(e) {
-            return anyhow!("cannot connect: {words}");
-        }
-        if !e.is_timeout() {
-            return anyhow!("cannot connect: {}", redis_words(e));
-        }
-        let secs = CONNECT_TIMEOUT.as_secs();
-        match probe(self.client.get_connection_info().addr()).await {
-            Probe::Refused(why) => anyhow!("cannot connect: {why}"),
-            Probe::Silent => {
-                anyhow!("cannot connect: no connection within {secs}s")
-            }
-            Probe::PlainRedis if tls => anyhow!(
-                "cannot connect: the server does not speak TLS on this port (it answers plain-text Redis: is it redis://?)"
-            ),
-            Probe::PlainRedis | Probe::Connected => {
-                anyhow!(
-                    "connected, but the server did not answer within {secs}s (busy, or not Redis?)"
-                )
-            }
-        }
-    }
-
-    /// One script call on the current connection, made once more on a new
-    /// connection when the server had dropped the old one before the call
-    /// reached it.
-    async fn invoke(&mut self, call: &redis::ScriptInvocation<'_>) -> anyhow::Result<Vec<i64>> {
-        for again in [false, true] {
-            let conn = self.connection().await?;
-            match call.invoke_async::<Vec<i64>>(conn).await {
-                Ok(v) => return Ok(v),
-                Err(e) if !again && e.is_connection_dropped() && !e.is_timeout() => {
-                    self.conn = None;
-                }
-                Err(e) => {
-                    if e.is_io_error() {
-                        self.conn = None;
-                    }
-                    if e.is_timeout() {
-                        bail!(
-                            "connected, but no answer within {}s",
-                            COMMAND_TIMEOUT.as_secs()
-                        );
-                    }
-                    return Err(anyhow!("{}", redis_words(&e))).context("the state script failed");
-                }
-            }
-        }
-        bail!("the connection was dropped twice")
-    }
-}
-
-/// What a raw connection to the server's address shows.
-enum Probe {
-    /// Not even a connection: why.
-    Refused(String),
-    /// No connection within the probe's time.
-    Silent,
-    /// Connected; no answer to a plain-text PING.
-    Connected,
-    /// Connected, and a plain-text PING was answered as Redis answers.
-    PlainRedis,
-}
-
-/// Connect to `addr` without TLS and say PING, within [`PROBE_TIMEOUT`].
-async fn probe(addr: &ConnectionAddr) -> Probe {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    async fn ping<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(mut s: S) -> Probe {
-        let mut buf = [0u8; 1];
-        let answered = async {
-            s.write_all(b"PING\r\n").await?;
-            s.read_exact(&mut buf).await
-        };
-        match tokio::time::timeout(PROBE_TIMEOUT, answered).await {
-            Ok(Ok(_)) if matches!(buf[0], b'+' | b'-') => Probe::PlainRedis,
-            _ => Probe::Connected,
-        }
-    }
-    let connect = async {
-        match addr {
-            ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => {
-                tokio::net::TcpStream::connect((host.as_str(), *port))
-                    .await
-                    .map(|s| Box::pin(ping(s)) as std::pin::Pin<Box<dyn Future<Output = Probe>>>)
-            }
-            ConnectionAddr::Unix(path) => tokio::net::UnixStream::connect(path)
-                .await
-                .map(|s| Box::pin(ping(s)) as std::pin::Pin<Box<dyn Future<Output = Probe>>>),
-            _ => Err(std::io::Error::other("an address this store does not use")),
-        }
-    };
-    match tokio::time::timeout(PROBE_TIMEOUT, connect).await {
-        Err(_) => Probe::Silent,
-        Ok(Err(e)) => Probe::Refused(e.to_string()),
-        Ok(Ok(pinged)) => pinged.await,
-    }
-}
-
-/// A TLS failure in words, if `e` is one.
-fn tls_words(e: &RedisError) -> Option<String> {
-    use rustls::Error as T;
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = source {
-        let found = err.downcast_ref::<T>().or_else(|| {
-            err.downcast_ref::<std::io::Error>()
-                .and_then(|io| io.get_ref())
-                .and_then(|inner| inner.downcast_ref::<T>())
-        });
-        if let Some(t) = found {
-            return Some(match t {
-                T::InvalidMessage(_)
-                | T::InappropriateMessage { .. }
-                | T::InappropriateHandshakeMessage { .. } => {
-                    "the server does not speak TLS on this port (is it redis://?)".to_string()
-                }
-                T::InvalidCertificate(why) => {
-                    format!("the server's certificate is not trusted ({why:?})")
-                }
-                T::AlertReceived(alert) => {
-                    format!("the server ended the TLS handshake ({alert:?} alert)")
-                }
-                other => format!("TLS handshake failed: {other}"),
-            });
-        }
-        source = err.source();
-    }
-    None
-}
-
-/// A Redis error on one line, without the crate's debugging decorations.
-fn redis_words(e: &RedisError) -> String {
-    if let Some(code) = e.code()
-        && let Some(detail) = e.detail()
-    {
-        return format!("{code} {detail}");
-    }
-    e.to_string()
 }
 
 /// Microseconds as the script's signed arguments; -1 stands for "none".
@@ -328,7 +152,7 @@ impl Store for RedisStore {
         };
         let v = self.link.invoke(&call).await?;
         let at = |i: usize| v.get(i).copied().unwrap_or(0);
-        Ok(match op {
+        let reply = match op {
             Op::Admit { .. } => Reply::Admit(match at(0) {
                 0 => Admit::Closed,
                 1 => Admit::Trial,
@@ -354,7 +178,11 @@ impl Store for RedisStore {
                 other => bail!("unexpected reply {other} from the state script"),
             }),
             Op::Record { .. } | Op::Finish { .. } => Reply::Done,
-        })
+        };
+        if let (Op::Plan { pace: Some(p), .. }, Reply::Plan(Plan::Go { wait, .. })) = (op, &reply) {
+            self.sharing = sharing(*wait, p.interval);
+        }
+        Ok(reply)
     }
 
     async fn show(&mut self, group: &str) -> anyhow::Result<(Micros, Option<GroupState>)> {
@@ -373,7 +201,29 @@ impl Store for RedisStore {
         });
         Ok((unsigned(at(1)), state))
     }
+
+    /// How many runs share the group's pace, as the last slot granted
+    /// showed it: see [`sharing`].
+    fn waiting(&mut self, _group: &str) -> u32 {
+        self.sharing
+    }
 }
+
+/// How many runs share a pace of one slot every `interval`, judged from a
+/// slot granted `wait` from now: each slot booked ahead of this one is
+/// another run's retry. The run's own delay counts too, which errs on the
+/// side of sharing with more runs: a lone run whose delay is long spaces
+/// its retries, alone, by about that delay, which its backoff does anyway.
+fn sharing(wait: Micros, interval: Micros) -> u32 {
+    let slots = wait.div_ceil(interval.max(1));
+    u32::try_from(slots)
+        .unwrap_or(u32::MAX)
+        .clamp(1, MAX_SHARING)
+}
+
+/// The most runs [`sharing`] counts: a schedule is never longer than
+/// [`SCHEDULE_AHEAD`] slots.
+const MAX_SHARING: u32 = SCHEDULE_AHEAD as u32 + 1;
 
 #[cfg(test)]
 mod tests {
@@ -400,8 +250,24 @@ mod tests {
             "unix:///run/redis.sock",
             "redis+unix:///run/redis.sock?db=2&pass=x",
             "redis://[::1]:6379",
+            "redis+sentinel://s1,s2:26380/mymaster/2",
+            "rediss+sentinel://:pw@s1/mymaster?sentinel_password=x",
+            "redis+cluster://n1:7000,n2:7001",
+            "rediss+cluster://:pw@n1",
         ] {
             assert_eq!(check_url(good), Ok(()), "{good}");
         }
+        assert!(check_url("redis+sentinel://:pw@s1").is_err_and(|why| !why.contains("pw")));
+    }
+
+    #[test]
+    fn the_runs_sharing_a_pace_are_counted_from_the_slot_granted() {
+        const MS: Micros = 1000;
+        // 200 runs each retrying at once under --pace 50/s: a slot 4 s out.
+        assert_eq!(sharing(4_000 * MS, 20 * MS), 200);
+        assert_eq!(sharing(4_001 * MS, 20 * MS), 201);
+        // A free slot, or a schedule beyond the bound, stays within it.
+        assert_eq!(sharing(0, 20 * MS), 1);
+        assert_eq!(sharing(u64::MAX, 1), MAX_SHARING);
     }
 }

@@ -1,0 +1,403 @@
+//! The connection to a Redis store's servers, whatever their topology, and
+//! how a call follows a failover.
+//!
+//! - One server: one connection, made again when the server dropped it or
+//!   answers `READONLY` (a managed service moved its name to a new primary
+//!   and demoted the old one) or `LOADING`. Each new connection resolves
+//!   the server's name again, so a name moved to another address is
+//!   followed.
+//! - Sentinel: the sentinels are asked for the master when connecting, and
+//!   again after a connection error, `READONLY`, `LOADING` or `MASTERDOWN`,
+//!   and the call is tried on the master they name, a few times over a
+//!   fraction of a second: the redis crate does not follow a failover by
+//!   itself. A failover the old master does not notice (it stays a master
+//!   until the sentinels demote it, seconds later) is announced by the
+//!   sentinels as `+switch-master`: a task listens for it on one sentinel,
+//!   as go-redis does, and the next call asks the sentinels again.
+//! - Cluster: the redis crate's cluster connection routes the script by its
+//!   one key (`retry:{GROUP}:state`, the group as its hash tag), follows
+//!   `MOVED` and `ASK`, and finds a promoted replica; its retries are kept
+//!   short.
+//!
+//! A call that got no answer in time is never repeated: the server may have
+//! carried it out. Whatever the topology, the session bounds every call.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+
+use anyhow::{Context as _, anyhow, bail};
+use redis::aio::MultiplexedConnection;
+use redis::cluster::{ClusterClient, ClusterClientBuilder};
+use redis::cluster_async::ClusterConnection;
+use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
+use redis::{
+    AsyncConnectionConfig, ConnectionAddr, ConnectionInfo, ErrorKind, IntoConnectionInfo,
+    RedisConnectionInfo, RedisError, TlsMode,
+};
+
+use super::address::{Address, Auth, Node};
+use super::words::{connect_failure, redis_words};
+
+/// Connecting, including TLS and AUTH.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// One script call: it takes microseconds on the server, but a busy host may
+/// be slow to schedule the server or this process.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
+/// Between two askings of the sentinels within one call: long enough for
+/// them to have moved on after a failover they were finishing.
+const ASK_AGAIN: Duration = Duration::from_millis(200);
+/// Tries of one call under Sentinel: the master named, then twice more.
+const SENTINEL_TRIES: usize = 3;
+
+pub struct Link {
+    kind: Kind,
+}
+
+enum Kind {
+    Single {
+        client: redis::Client,
+        conn: Option<MultiplexedConnection>,
+    },
+    Sentinel {
+        client: Box<SentinelClient>,
+        master: String,
+        conn: Option<MultiplexedConnection>,
+        /// The sentinels, for the task that listens to their announcements.
+        sentinels: Vec<ConnectionInfo>,
+        news: Arc<News>,
+    },
+    Cluster {
+        client: Box<ClusterClient>,
+        conn: Option<ClusterConnection>,
+    },
+}
+
+fn config() -> AsyncConnectionConfig {
+    AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(CONNECT_TIMEOUT))
+        .set_response_timeout(Some(COMMAND_TIMEOUT))
+}
+
+fn tcp(node: &Node, tls: bool) -> ConnectionAddr {
+    if tls {
+        ConnectionAddr::TcpTls {
+            host: node.host.clone(),
+            port: node.port,
+            insecure: false,
+            tls_params: None,
+        }
+    } else {
+        ConnectionAddr::Tcp(node.host.clone(), node.port)
+    }
+}
+
+fn invalid(e: RedisError) -> anyhow::Error {
+    anyhow!("invalid Redis URL: {}", redis_words(&e))
+}
+
+impl Link {
+    /// The link to the servers at `address`; `password`, from a file,
+    /// replaces the URL's.
+    pub fn new(address: Address, password: Option<String>) -> anyhow::Result<Link> {
+        let kind = match address {
+            Address::Single(url) => {
+                let mut info = url.as_str().into_connection_info().map_err(invalid)?;
+                if let Some(p) = password {
+                    let settings = info.redis_settings().clone().set_password(p);
+                    info = info.set_redis_settings(settings);
+                }
+                Kind::Single {
+                    client: redis::Client::open(info).map_err(invalid)?,
+                    conn: None,
+                }
+            }
+            Address::Sentinel(s) => {
+                let addrs = s.sentinels.iter().map(|n| tcp(n, s.tls));
+                let mut b =
+                    SentinelClientBuilder::new(addrs, &s.master, SentinelServerType::Master)
+                        .map_err(invalid)?
+                        .set_client_to_redis_db(s.db);
+                if s.tls {
+                    b = b
+                        .set_client_to_redis_tls_mode(TlsMode::Secure)
+                        .set_client_to_sentinel_tls_mode(TlsMode::Secure);
+                }
+                let Auth { user, password: p } = s.auth;
+                if let Some(u) = user {
+                    b = b.set_client_to_redis_username(u);
+                }
+                if let Some(p) = password.or(p) {
+                    b = b.set_client_to_redis_password(p);
+                }
+                let mut said = RedisConnectionInfo::default();
+                if let Some(u) = &s.sentinel_auth.user {
+                    said = said.set_username(u);
+                }
+                if let Some(p) = &s.sentinel_auth.password {
+                    said = said.set_password(p);
+                }
+                let sentinels = s
+                    .sentinels
+                    .iter()
+                    .map(|n| {
+                        tcp(n, s.tls)
+                            .into_connection_info()
+                            .map(|i| i.set_redis_settings(said.clone()))
+                    })
+                    .collect::<Result<_, _>>()
+                    .map_err(invalid)?;
+                if let Some(u) = s.sentinel_auth.user {
+                    b = b.set_client_to_sentinel_username(u);
+                }
+                if let Some(p) = s.sentinel_auth.password {
+                    b = b.set_client_to_sentinel_password(p);
+                }
+                Kind::Sentinel {
+                    client: Box::new(b.build().map_err(invalid)?),
+                    master: s.master,
+                    conn: None,
+                    sentinels,
+                    news: Arc::new(News::default()),
+                }
+            }
+            Address::Cluster(c) => {
+                let mut redis = RedisConnectionInfo::default();
+                if let Some(u) = &c.auth.user {
+                    redis = redis.set_username(u);
+                }
+                if let Some(p) = password.or(c.auth.password) {
+                    redis = redis.set_password(p);
+                }
+                let seeds: Vec<ConnectionInfo> = c
+                    .seeds
+                    .iter()
+                    .map(|n| {
+                        tcp(n, c.tls)
+                            .into_connection_info()
+                            .map(|i| i.set_redis_settings(redis.clone()))
+                    })
+                    .collect::<Result<_, _>>()
+                    .map_err(invalid)?;
+                let client = ClusterClientBuilder::new(seeds)
+                    .connection_timeout(CONNECT_TIMEOUT)
+                    .response_timeout(COMMAND_TIMEOUT)
+                    .overall_response_timeout(Some(COMMAND_TIMEOUT))
+                    // A failover's CLUSTERDOWN or TRYAGAIN is waited out a
+                    // few times, 50 ms to 400 ms apart; longer is the
+                    // session's to decide (it fails open).
+                    .retries(3)
+                    .min_retry_wait(50)
+                    .max_retry_wait(400)
+                    .retry_wait_formula(100, 2)
+                    .build()
+                    .map_err(invalid)?;
+                Kind::Cluster {
+                    client: Box::new(client),
+                    conn: None,
+                }
+            }
+        };
+        Ok(Link { kind })
+    }
+
+    /// How many times a call may be tried.
+    fn tries(&self) -> usize {
+        match self.kind {
+            Kind::Sentinel { .. } => SENTINEL_TRIES,
+            Kind::Single { .. } | Kind::Cluster { .. } => 2,
+        }
+    }
+
+    /// Drops the connection: the next call makes a new one (and, under
+    /// Sentinel, asks the sentinels again).
+    fn forget(&mut self) {
+        match &mut self.kind {
+            Kind::Single { conn, .. } | Kind::Sentinel { conn, .. } => *conn = None,
+            Kind::Cluster { conn, .. } => *conn = None,
+        }
+    }
+
+    /// Connects unless connected.
+    async fn connect(&mut self) -> anyhow::Result<()> {
+        match &mut self.kind {
+            Kind::Single { client, conn } => {
+                if conn.is_none() {
+                    match client
+                        .get_multiplexed_async_connection_with_config(&config())
+                        .await
+                    {
+                        Ok(c) => *conn = Some(c),
+                        Err(e) => {
+                            let addr = client.get_connection_info().addr();
+                            return Err(connect_failure(&e, addr, CONNECT_TIMEOUT).await);
+                        }
+                    }
+                }
+            }
+            Kind::Sentinel {
+                client,
+                master,
+                conn,
+                sentinels,
+                news,
+            } => {
+                // A new master announced since the last call: ask again.
+                if news.switched.swap(false, Ordering::Relaxed) {
+                    *conn = None;
+                }
+                if !news.listening.swap(true, Ordering::Relaxed) {
+                    listen(sentinels.clone(), master.clone(), Arc::clone(news));
+                }
+                if conn.is_none() {
+                    let found = client.async_get_client().await.map_err(|e| {
+                        if e.kind() == ErrorKind::MasterNameNotFoundBySentinel {
+                            anyhow!("the sentinels name no master {master:?} that is up")
+                        } else {
+                            anyhow!(
+                                "asking the sentinels for master {master:?}: {}",
+                                redis_words(&e)
+                            )
+                        }
+                    })?;
+                    match found
+                        .get_multiplexed_async_connection_with_config(&config())
+                        .await
+                    {
+                        Ok(c) => *conn = Some(c),
+                        Err(e) => {
+                            let addr = found.get_connection_info().addr();
+                            return Err(connect_failure(&e, addr, CONNECT_TIMEOUT)
+                                .await
+                                .context(format!("master {master:?}")));
+                        }
+                    }
+                }
+            }
+            Kind::Cluster { client, conn } => {
+                if conn.is_none() {
+                    let c = client.get_async_connection().await.map_err(|e| {
+                        if e.is_timeout() {
+                            anyhow!(
+                                "cannot connect to the cluster: no answer within {}s",
+                                CONNECT_TIMEOUT.as_secs()
+                            )
+                        } else {
+                            anyhow!("cannot connect to the cluster: {}", redis_words(&e))
+                        }
+                    })?;
+                    *conn = Some(c);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One script call on the current connection.
+    async fn run(&mut self, call: &redis::ScriptInvocation<'_>) -> Result<Vec<i64>, RedisError> {
+        match &mut self.kind {
+            Kind::Single { conn: Some(c), .. } | Kind::Sentinel { conn: Some(c), .. } => {
+                call.invoke_async(c).await
+            }
+            Kind::Cluster { conn: Some(c), .. } => call.invoke_async(c).await,
+            _ => Err(RedisError::from((ErrorKind::Io, "not connected"))),
+        }
+    }
+
+    /// One script call, tried again where the answer says the data has
+    /// moved (a failover) or the connection had been dropped before the
+    /// call reached the server.
+    pub async fn invoke(&mut self, call: &redis::ScriptInvocation<'_>) -> anyhow::Result<Vec<i64>> {
+        let tries = self.tries();
+        let sentinel = matches!(self.kind, Kind::Sentinel { .. });
+        let mut n = 0;
+        loop {
+            n += 1;
+            let last = n >= tries;
+            if let Err(e) = self.connect().await {
+                // Under Sentinel, connecting is where a failover shows: the
+                // old master refuses, or the sentinels name none yet.
+                if sentinel && !last {
+                    tokio::time::sleep(ASK_AGAIN).await;
+                    continue;
+                }
+                return Err(e);
+            }
+            let e = match self.run(call).await {
+                Ok(v) => return Ok(v),
+                Err(e) => e,
+            };
+            let moved = moved(&e);
+            let dropped =
+                (e.is_connection_dropped() || e.is_connection_refusal()) && !e.is_timeout();
+            if e.is_io_error() || moved || dropped {
+                self.forget();
+            }
+            if e.is_timeout() {
+                bail!(
+                    "connected, but no answer within {}s",
+                    COMMAND_TIMEOUT.as_secs()
+                );
+            }
+            if (moved || dropped) && !last {
+                if sentinel && n > 1 {
+                    tokio::time::sleep(ASK_AGAIN).await;
+                }
+                continue;
+            }
+            return Err(anyhow!("{}", redis_words(&e))).context("the state script failed");
+        }
+    }
+}
+
+/// What the task listening to the sentinels has heard.
+#[derive(Default)]
+struct News {
+    /// A new master was announced (or the sentinel listened to went away).
+    switched: AtomicBool,
+    /// The task listens.
+    listening: AtomicBool,
+}
+
+/// Listens on the first sentinel that takes the subscription for
+/// `+switch-master` announcements of `master`, and notes them in `news`.
+/// When that sentinel goes away, the next call asks the sentinels again and
+/// starts another listener. The task ends with the runtime.
+fn listen(sentinels: Vec<ConnectionInfo>, master: String, news: Arc<News>) {
+    tokio::spawn(async move {
+        for info in sentinels {
+            let Ok(client) = redis::Client::open(info) else {
+                continue;
+            };
+            let subscribed = tokio::time::timeout(CONNECT_TIMEOUT, async {
+                let mut pubsub = client.get_async_pubsub().await?;
+                pubsub.subscribe("+switch-master").await?;
+                Ok::<_, RedisError>(pubsub)
+            })
+            .await;
+            let Ok(Ok(pubsub)) = subscribed else {
+                continue;
+            };
+            let mut messages = pubsub.into_on_message();
+            while let Some(m) = messages.next().await {
+                // "NAME OLD-IP OLD-PORT NEW-IP NEW-PORT"
+                let payload: String = m.get_payload().unwrap_or_default();
+                if payload.split(' ').next() == Some(master.as_str()) {
+                    news.switched.store(true, Ordering::Relaxed);
+                }
+            }
+            news.switched.store(true, Ordering::Relaxed);
+            break;
+        }
+        news.listening.store(false, Ordering::Relaxed);
+    });
+}
+
+/// Whether the server said the data is not (or no longer) served there:
+/// a demoted master, one still loading its data, or one cut off from its
+/// replicas.
+fn moved(e: &RedisError) -> bool {
+    matches!(e.code(), Some("READONLY" | "LOADING" | "MASTERDOWN"))
+}
