@@ -26,8 +26,12 @@ command -v unshare >/dev/null || need+=(util-linux)
 command -v setpriv >/dev/null || need+=(util-linux)
 command -v flock >/dev/null || need+=(util-linux)
 command -v ip >/dev/null || need+=(iproute2)
-# The shared-state tests start their own Redis servers (one with TLS).
+# The shared-state tests start their own Redis servers (one with TLS), a
+# master with a replica watched by three sentinels, and clusters made with
+# redis-cli.
 command -v redis-server >/dev/null || need+=(redis-server)
+command -v redis-sentinel >/dev/null || need+=(redis-sentinel)
+command -v redis-cli >/dev/null || need+=(redis-tools)
 # The package tests: cargo-deb's $auto depends (dpkg-shlibdeps), lintian,
 # the man page, and the three shells whose completions the package installs.
 command -v dpkg-shlibdeps >/dev/null || need+=(dpkg-dev)

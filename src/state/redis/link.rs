@@ -12,8 +12,10 @@
 //!   fraction of a second: the redis crate does not follow a failover by
 //!   itself. A failover the old master does not notice (it stays a master
 //!   until the sentinels demote it, seconds later) is announced by the
-//!   sentinels as `+switch-master`: a task listens for it on one sentinel,
-//!   as go-redis does, and the next call asks the sentinels again.
+//!   sentinels as `+switch-master`, with the new master's address: a task
+//!   listens for it on one sentinel, as go-redis does, and the next call
+//!   goes to that address (sentinels that have not heard of the failover
+//!   yet would still name the old master).
 //! - Cluster: the redis crate's cluster connection routes the script by its
 //!   one key (`retry:{GROUP}:state`, the group as its hash tag), follows
 //!   `MOVED` and `ASK`, and finds a promoted replica; its retries are kept
@@ -22,8 +24,8 @@
 //! A call that got no answer in time is never repeated: the server may have
 //! carried it out. Whatever the topology, the session bounds every call.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -68,6 +70,9 @@ enum Kind {
         /// The sentinels, for the task that listens to their announcements.
         sentinels: Vec<ConnectionInfo>,
         news: Arc<News>,
+        /// How to connect to a master whose address was announced.
+        tls: bool,
+        redis: RedisConnectionInfo,
     },
     Cluster {
         client: Box<ClusterClient>,
@@ -126,10 +131,13 @@ impl Link {
                         .set_client_to_sentinel_tls_mode(TlsMode::Secure);
                 }
                 let Auth { user, password: p } = s.auth;
+                let mut redis = RedisConnectionInfo::default().set_db(s.db);
                 if let Some(u) = user {
+                    redis = redis.set_username(&u);
                     b = b.set_client_to_redis_username(u);
                 }
                 if let Some(p) = password.or(p) {
+                    redis = redis.set_password(&p);
                     b = b.set_client_to_redis_password(p);
                 }
                 let mut said = RedisConnectionInfo::default();
@@ -161,6 +169,8 @@ impl Link {
                     conn: None,
                     sentinels,
                     news: Arc::new(News::default()),
+                    tls: s.tls,
+                    redis,
                 }
             }
             Address::Cluster(c) => {
@@ -243,13 +253,24 @@ impl Link {
                 conn,
                 sentinels,
                 news,
+                tls,
+                redis,
             } => {
-                // A new master announced since the last call: ask again.
-                if news.switched.swap(false, Ordering::Relaxed) {
-                    *conn = None;
-                }
                 if !news.listening.swap(true, Ordering::Relaxed) {
                     listen(sentinels.clone(), master.clone(), Arc::clone(news));
+                }
+                // A new master announced since the last call: go there.
+                if let Some(node) = news.take() {
+                    let info = tcp(&node, *tls)
+                        .into_connection_info()
+                        .map(|i| i.set_redis_settings(redis.clone()));
+                    *conn = match info.and_then(redis::Client::open) {
+                        Ok(c) => c
+                            .get_multiplexed_async_connection_with_config(&config())
+                            .await
+                            .ok(),
+                        Err(_) => None,
+                    };
                 }
                 if conn.is_none() {
                     let found = client.async_get_client().await.map_err(|e| {
@@ -355,16 +376,25 @@ impl Link {
 /// What the task listening to the sentinels has heard.
 #[derive(Default)]
 struct News {
-    /// A new master was announced (or the sentinel listened to went away).
-    switched: AtomicBool,
+    /// The address of a new master, announced since the last call.
+    master: Mutex<Option<Node>>,
     /// The task listens.
     listening: AtomicBool,
 }
 
+impl News {
+    fn take(&self) -> Option<Node> {
+        self.master
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+}
+
 /// Listens on the first sentinel that takes the subscription for
-/// `+switch-master` announcements of `master`, and notes them in `news`.
-/// When that sentinel goes away, the next call asks the sentinels again and
-/// starts another listener. The task ends with the runtime.
+/// `+switch-master` announcements of `master`, and notes the new master's
+/// address in `news`. When that sentinel goes away, the next call starts
+/// another listener. The task ends with the runtime.
 fn listen(sentinels: Vec<ConnectionInfo>, master: String, news: Arc<News>) {
     tokio::spawn(async move {
         for info in sentinels {
@@ -384,11 +414,18 @@ fn listen(sentinels: Vec<ConnectionInfo>, master: String, news: Arc<News>) {
             while let Some(m) = messages.next().await {
                 // "NAME OLD-IP OLD-PORT NEW-IP NEW-PORT"
                 let payload: String = m.get_payload().unwrap_or_default();
-                if payload.split(' ').next() == Some(master.as_str()) {
-                    news.switched.store(true, Ordering::Relaxed);
+                let words: Vec<&str> = payload.split(' ').collect();
+                if let [name, _, _, host, port] = words[..]
+                    && name == master
+                    && let Ok(port) = port.parse()
+                {
+                    let node = Node {
+                        host: host.to_string(),
+                        port,
+                    };
+                    *news.master.lock().unwrap_or_else(PoisonError::into_inner) = Some(node);
                 }
             }
-            news.switched.store(true, Ordering::Relaxed);
             break;
         }
         news.listening.store(false, Ordering::Relaxed);

@@ -11,12 +11,15 @@ use std::time::{Duration, Instant};
 
 use crate::util::{command, free_port, path_str, retry, scratch, wait_for_port};
 
+mod cluster;
 mod failing;
 mod hostile;
 mod link;
 mod rules;
 mod same;
+mod sentinel;
 mod show;
+mod topology;
 
 /// A redis-server of the test's own; stopped when dropped.
 struct Redis {
@@ -230,10 +233,12 @@ fn unix_server(dir: &Path, sock: &Path, extra: &[String]) -> Child {
     server(dir, &args)
 }
 
-/// The two stores under test: a fresh directory, or a fresh Redis server.
+/// The stores under test: a fresh directory, a fresh Redis server, or the
+/// URL of servers the test holds (a Sentinel or Cluster deployment).
 enum Store {
     Dir(tempfile::TempDir),
     Redis(Redis),
+    Url(String),
 }
 
 impl Store {
@@ -247,6 +252,7 @@ impl Store {
         match self {
             Store::Dir(d) => path_str(&d.path().join("state")),
             Store::Redis(r) => r.url.clone(),
+            Store::Url(u) => u.clone(),
         }
     }
 }
