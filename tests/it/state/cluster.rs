@@ -7,13 +7,19 @@
 use std::time::{Duration, Instant};
 
 use super::rules::{breaker_cycle, budget_is_exact_under_concurrency, pace_spaces_retries};
-use super::topology::{Cluster, LongRun, REDIS, messages, spent};
+use super::topology::{Cluster, Flavor, LongRun, REDIS, messages, spent};
 use super::{Store, show_at};
 use crate::util::retry_sh;
 
 #[test]
 fn a_cluster_holds_pace_budget_and_breaker_with_groups_spread_over_its_slots() {
-    let c = Cluster::with_password(REDIS, "cluster-secret");
+    holds_pace_budget_and_breaker(REDIS);
+}
+
+/// The single-server checks, and groups spread over the slots, on a
+/// cluster of `flavor`'s servers.
+pub(super) fn holds_pace_budget_and_breaker(flavor: Flavor) {
+    let c = Cluster::with_password(flavor, "cluster-secret");
     let url = c
         .url()
         .replacen("redis+cluster://", "redis+cluster://:cluster-secret@", 1);
