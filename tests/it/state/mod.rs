@@ -19,6 +19,7 @@ mod rules;
 mod same;
 mod sentinel;
 mod show;
+mod tls;
 mod topology;
 mod valkey;
 

@@ -59,6 +59,14 @@ impl Node {
             })
     }
 
+    /// `program ARGS...` in `dir`, listening on `port`.
+    pub fn spawn(program: &str, dir: &Path, port: u16, args: &[String]) -> Node {
+        Node {
+            port,
+            child: Some(Node::start(program, dir, args)),
+        }
+    }
+
     /// `kill -9`.
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -82,12 +90,48 @@ pub fn cli(flavor: Flavor, port: u16, password: Option<&str>, words: &[&str]) ->
         // In the environment, not on the command line (redis-cli warns there).
         cmd.env("REDISCLI_AUTH", p);
     }
-    let out = cmd
-        .args(words)
+    bounded(cmd.args(words), flavor.cli)
+}
+
+/// The output of `cmd` (stdout, then stderr); fails the test if it runs
+/// past a minute (`redis-cli --cluster create` waits for ever for nodes
+/// that cannot meet).
+fn bounded(cmd: &mut Command, program: &str) -> String {
+    let child = cmd
         .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("{} must be installed: {e}", flavor.cli));
-    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{program} must be installed: {e}"));
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(Duration::from_secs(60)) {
+        Ok(Ok(out)) => {
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr)
+        }
+        Ok(Err(e)) => panic!("{program}: {e}"),
+        Err(_) => {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid as i32),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+            panic!("{program} {:?} did not end within a minute", cmd.get_args());
+        }
+    }
+}
+
+/// `CLI --tls --cacert CA -p PORT WORDS...`: the reply as text.
+pub fn cli_tls(flavor: Flavor, port: u16, ca: &Path, words: &[&str]) -> String {
+    let mut cmd = Command::new(flavor.cli);
+    cmd.args(["--tls", "--cacert"])
+        .arg(ca)
+        .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+        .args(words);
+    bounded(&mut cmd, flavor.cli)
 }
 
 /// Polls `ready` every 50 ms until it holds; fails naming `what` after `within`.
