@@ -7,8 +7,8 @@
 //! fails is reported once and the run goes on without it (fail open),
 //! unless `--state-required` asked for exit 125 instead. It is tried again
 //! before later waits, at growing intervals, and meanwhile the run paces
-//! its own retries at the group's rate, shared among the invocations the
-//! store sees waiting for it.
+//! its own retries at the group's rate, shared among the runs the store
+//! last showed sharing it, from its own place in the group's turns.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -102,6 +102,8 @@ pub struct Session {
     admitted: bool,
     /// This run's own pace schedule, kept while the store fails.
     local: GroupState,
+    /// When the last slot the store granted this run was.
+    last_slot: Option<Instant>,
     epoch: Instant,
 }
 
@@ -158,6 +160,7 @@ impl Session {
             trial: false,
             admitted: false,
             local: GroupState::default(),
+            last_slot: None,
             epoch: Instant::now(),
         }
     }
@@ -379,7 +382,12 @@ impl Session {
         };
         let limit = call_limit(deadline)?;
         Ok(match self.call(op, log, signals, limit, false).await? {
-            Some(Reply::Plan(plan)) => next(plan, budget),
+            Some(Reply::Plan(plan)) => {
+                if let Plan::Go { wait, .. } = plan {
+                    self.last_slot = Some(Instant::now() + duration(wait));
+                }
+                next(plan, budget)
+            }
             Some(_) => own,
             None => match pace {
                 Some(p) => next(self.pace_alone(p, delay, deadline_in), None),
@@ -389,8 +397,11 @@ impl Session {
     }
 
     /// While the store fails: this run's own retries paced at the group's
-    /// rate, shared among the invocations the store sees waiting for it
-    /// (each of them paces itself the same way).
+    /// rate, shared among the runs the store last showed sharing it (each
+    /// of them paces itself the same way), and keeping this run's place in
+    /// the group's turns: its next slot is no earlier than one share after
+    /// the last slot the store granted it, so the runs that fail together
+    /// do not all retry at once.
     fn pace_alone(&mut self, p: Pace, delay: Duration, deadline_in: Option<Micros>) -> Plan {
         let sharing = match (self.store.as_mut(), self.features.as_ref()) {
             (Some(store), Some(f)) => store.waiting(&f.group).max(1),
@@ -400,6 +411,11 @@ impl Session {
             interval: p.interval.saturating_mul(u64::from(sharing)),
             burst: p.burst.div_ceil(sharing).max(1),
         };
+        if let Some(slot) = self.last_slot {
+            let turn =
+                micros(slot.saturating_duration_since(self.epoch)).saturating_add(mine.interval);
+            self.local.tat = self.local.tat.max(turn);
+        }
         let now = micros(self.epoch.elapsed());
         self.local
             .plan(now, micros(delay), deadline_in, None, Some(mine))
