@@ -381,4 +381,38 @@ mod tests {
         assert!(Address::parse("unix:///r.sock?pass=pw").is_ok_and(|a| a.has_password()));
         assert!(Address::parse("redis://app@h").is_ok_and(|a| !a.has_password()));
     }
+
+    #[test]
+    fn their_credentials_are_masked_when_shown_and_removed_when_handed_on() {
+        for (given, shown, handed_on) in [
+            (
+                "redis+sentinel://:hunter2@s1:26379,s2:26380/mymaster/1?sentinel_password=s3cret",
+                "redis+sentinel://:***@s1:26379,s2:26380/mymaster/1?sentinel_password=***",
+                Some("redis+sentinel://s1:26379,s2:26380/mymaster/1"),
+            ),
+            (
+                "rediss+sentinel://app:hunter2@s1/m?sentinel_username=ops&sentinel_password=s3cret",
+                "rediss+sentinel://app:***@s1/m?sentinel_username=ops&sentinel_password=***",
+                Some("rediss+sentinel://app@s1/m?sentinel_username=ops"),
+            ),
+            (
+                "redis+cluster://:hunter2@n1:7000,[::1]:7001",
+                "redis+cluster://:***@n1:7000,[::1]:7001",
+                Some("redis+cluster://n1:7000,[::1]:7001"),
+            ),
+            ("rediss+cluster://n1,n2", "rediss+cluster://n1,n2", None),
+        ] {
+            assert_eq!(crate::mask::url(given), shown);
+            assert_eq!(
+                crate::mask::url_without_password(given).as_deref(),
+                handed_on,
+                "{given}"
+            );
+            // In a logged command line too.
+            assert_eq!(
+                crate::mask::text(&format!("retry --state {given}")),
+                format!("retry --state {shown}")
+            );
+        }
+    }
 }
