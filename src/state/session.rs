@@ -14,6 +14,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
+use rand::TryRng;
+use rand::rngs::SysRng;
 
 use super::rules::{
     Admit, Breaker, Budget, GroupState, Micros, Op, Pace, Plan, Reply, TRIAL_LEASE,
@@ -398,10 +400,12 @@ impl Session {
 
     /// While the store fails: this run's own retries paced at the group's
     /// rate, shared among the runs the store last showed sharing it (each
-    /// of them paces itself the same way), and keeping this run's place in
-    /// the group's turns: its next slot is no earlier than one share after
-    /// the last slot the store granted it, so the runs that fail together
-    /// do not all retry at once.
+    /// of them paces itself the same way). The first comes no earlier than
+    /// one share after the last slot the store granted this run, and a
+    /// random part of another share later: the runs that fail together do
+    /// not retry together, and when the store is back, those still pacing
+    /// alone overlap less with those it already serves (whose schedule,
+    /// the store's, knows nothing of theirs).
     fn pace_alone(&mut self, p: Pace, delay: Duration, deadline_in: Option<Micros>) -> Plan {
         let sharing = match (self.store.as_mut(), self.features.as_ref()) {
             (Some(store), Some(f)) => store.waiting(&f.group).max(1),
@@ -411,9 +415,11 @@ impl Session {
             interval: p.interval.saturating_mul(u64::from(sharing)),
             burst: p.burst.div_ceil(sharing).max(1),
         };
-        if let Some(slot) = self.last_slot {
-            let turn =
-                micros(slot.saturating_duration_since(self.epoch)).saturating_add(mine.interval);
+        if let Some(slot) = self.last_slot.take() {
+            let spread = SysRng.try_next_u64().unwrap_or(0) % mine.interval.max(1);
+            let turn = micros(slot.saturating_duration_since(self.epoch))
+                .saturating_add(mine.interval)
+                .saturating_add(spread);
             self.local.tat = self.local.tat.max(turn);
         }
         let now = micros(self.epoch.elapsed());
