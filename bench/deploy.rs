@@ -1,6 +1,7 @@
 //! Redis deployments for the state benchmark, on 127.0.0.1, persistence
 //! off: a master with a replica and three sentinels, and a cluster of three
-//! masters and three replicas made by `redis-cli --cluster create`. Every
+//! masters (with a replica each, or none) made by `redis-cli --cluster
+//! create`. Every
 //! server is killed when its `Server` is dropped.
 
 use std::path::Path;
@@ -122,10 +123,11 @@ pub fn sentinel(dir: &Path) -> (Vec<Server>, u16, String) {
     )
 }
 
-/// Three masters and three replicas; returns the servers, the masters'
-/// ports (for their command counts) and the store's URL.
-pub fn cluster(dir: &Path) -> (Vec<Server>, Vec<u16>, String) {
-    let ports: Vec<u16> = (0..6).map(|_| free_port()).collect();
+/// Three masters, each with a replica if `replicas`; returns the servers,
+/// the masters' ports (for their command counts) and the store's URL.
+pub fn cluster(dir: &Path, replicas: bool) -> (Vec<Server>, Vec<u16>, String) {
+    let nodes = if replicas { 6 } else { 3 };
+    let ports: Vec<u16> = (0..nodes).map(|_| free_port()).collect();
     let servers: Vec<Server> = ports
         .iter()
         .enumerate()
@@ -150,7 +152,8 @@ pub fn cluster(dir: &Path) -> (Vec<Server>, Vec<u16>, String) {
     }
     let mut create = vec!["--cluster".to_string(), "create".into()];
     create.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
-    create.extend(["--cluster-replicas", "1", "--cluster-yes"].map(String::from));
+    let per_master = if replicas { "1" } else { "0" };
+    create.extend(["--cluster-replicas", per_master, "--cluster-yes"].map(String::from));
     let words: Vec<&str> = create.iter().map(String::as_str).collect();
     cli(ports[0], &words);
     settle("the cluster", || {

@@ -161,6 +161,7 @@ def main():
         print("| N | store | last retry after / ideal | CPU per process "
               "| busiest second started | due | ran without the store |")
         print("|---:|---|---:|---:|---:|---:|---:|")
+        ratios = []
         for n in sizes:
             for store in stores:
                 rs = results[(n, store)]
@@ -170,7 +171,10 @@ def main():
             if "local" in stores and "redis" in stores:
                 cpu = [statistics.median(r[1] for r in results[(n, st)])
                        for st in ("local", "redis")]
-                print(f"\nN = {n}: CPU per process, local / Redis = {cpu[0] / cpu[1]:.2f}\n")
+                ratios.append(f"N = {n}: CPU per process, local / Redis = {cpu[0] / cpu[1]:.2f}")
+        print()
+        for line in ratios:
+            print(line)
     finally:
         if redis:
             redis.kill()

@@ -111,7 +111,8 @@ fn main() {
         .port();
     let _server = redis_server(tmp.path(), &sock, port);
     let (_sentinel, master, sentinel_url) = deploy::sentinel(&tmp.path().join("sentinel"));
-    let (_cluster, masters, cluster_url) = deploy::cluster(&tmp.path().join("cluster"));
+    let (_cluster, masters, cluster_url) = deploy::cluster(&tmp.path().join("cluster"), true);
+    let (_bare, bare_masters, bare_url) = deploy::cluster(&tmp.path().join("bare"), false);
     let stores = [
         ("local (/tmp)", StoreAt::Dir(tmp.path().join("state"))),
         (
@@ -122,11 +123,29 @@ fn main() {
             "redis 127.0.0.1 TCP",
             StoreAt::Url(format!("redis://127.0.0.1:{port}/0")),
         ),
+        // The sentinels' master, directly: one server that replicates each
+        // change, as every master of the cluster does.
+        (
+            "redis 127.0.0.1 TCP, with a replica",
+            StoreAt::Url(format!("redis://127.0.0.1:{master}/0")),
+        ),
         ("redis sentinel, TCP", StoreAt::Url(sentinel_url)),
         ("redis cluster (3+3), TCP", StoreAt::Url(cluster_url)),
+        (
+            "redis cluster (3 masters, no replicas), TCP",
+            StoreAt::Url(bare_url),
+        ),
     ];
     // Where each store's scripts run, to count them.
-    let script_servers: Vec<Vec<u16>> = vec![vec![], vec![port], vec![port], vec![master], masters];
+    let script_servers: Vec<Vec<u16>> = vec![
+        vec![],
+        vec![port],
+        vec![port],
+        vec![master],
+        vec![master],
+        masters,
+        bare_masters,
+    ];
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -185,16 +204,28 @@ fn main() {
         println!("| {name} | open + first op | {m:.0} | {p90:.0} | {p99:.0} |");
     }
 
-    // A call through the cluster against one to the single server, both
-    // over TCP: the target is at most 1.5 times.
-    let (single, cluster) = (2, stores.len() - 1);
+    // A call through a cluster against one to a single server, all over
+    // TCP (the target is at most 1.5 times): like for like (no replica, or
+    // a replica for every master), and the replicated cluster against the
+    // lone server; through Sentinel against its master directly.
+    let (single, replicated, sentinel, cluster, bare) = (2, 3, 4, 5, 6);
     println!();
-    println!("| op | cluster / single server, median | p99 |");
-    println!("|---|---|---|");
+    println!(
+        "| op | cluster (3) / single server, median | p99 | cluster (3+3) / server with a replica, median | p99 | cluster (3+3) / single server, median | p99 | sentinel / its master, median | p99 |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
     for (oi, o) in OPS.iter().enumerate() {
-        let (sm, sp) = figures[single][oi];
-        let (cm, cp) = figures[cluster][oi];
-        println!("| {o} | {:.2} | {:.2} |", cm / sm, cp / sp);
+        let ratio = |a: usize, b: usize| {
+            let ((am, ap), (bm, bp)) = (figures[a][oi], figures[b][oi]);
+            format!("{:.2} | {:.2}", am / bm, ap / bp)
+        };
+        println!(
+            "| {o} | {} | {} | {} | {} |",
+            ratio(bare, single),
+            ratio(cluster, replicated),
+            ratio(cluster, single),
+            ratio(sentinel, replicated)
+        );
     }
 
     invocations(&stores, &script_servers, tmp.path(), (rounds / 10).max(30));
