@@ -416,10 +416,8 @@ impl Session {
             burst: p.burst.div_ceil(sharing).max(1),
         };
         if let Some(slot) = self.last_slot.take() {
-            let spread = SysRng.try_next_u64().unwrap_or(0) % mine.interval.max(1);
-            let turn = micros(slot.saturating_duration_since(self.epoch))
-                .saturating_add(mine.interval)
-                .saturating_add(spread);
+            let last = micros(slot.saturating_duration_since(self.epoch));
+            let turn = first_turn(last, mine.interval, SysRng.try_next_u64().unwrap_or(0));
             self.local.tat = self.local.tat.max(turn);
         }
         let now = micros(self.epoch.elapsed());
@@ -455,6 +453,15 @@ impl Session {
         };
         self.call(op, log, signals, limit, true).await.map(|_| ())
     }
+}
+
+/// The earliest slot of a run that paces alone, whose last slot from the
+/// store was at `last` and whose share of the rate is one slot every
+/// `share`: its next turn, and a part of another share (from `random`)
+/// later.
+fn first_turn(last: Micros, share: Micros, random: u64) -> Micros {
+    last.saturating_add(share)
+        .saturating_add(random % share.max(1))
 }
 
 /// A plan in the loop's terms.
@@ -540,6 +547,18 @@ mod tests {
         );
         let e = anyhow::anyhow!("refused\nby peer").context("cannot connect");
         assert_eq!(one_line(&e), "cannot connect: refused by peer");
+    }
+
+    #[test]
+    fn a_run_pacing_alone_comes_back_within_its_next_two_turns() {
+        let (last, share) = (10_000_000, 4_000_000);
+        for random in [0, 1, 3_999_999, 4_000_000, u64::MAX] {
+            let turn = first_turn(last, share, random);
+            assert!((last + share..last + 2 * share).contains(&turn), "{turn}");
+        }
+        assert_eq!(first_turn(last, share, 1_000_000), last + share + 1_000_000);
+        assert_eq!(first_turn(u64::MAX, share, 7), u64::MAX);
+        assert_eq!(first_turn(0, 0, 7), 0);
     }
 
     #[test]
