@@ -25,6 +25,7 @@ complete -c retry -l stop-if-output -d 'Never retry a failure whose stdout or st
 complete -c retry -l stop-signal -d 'Signal sent to the attempt\'s process group on timeout: a name or number as \'kill -l\' lists, such as INT, SIGUSR1 or RTMIN+2 [default: TERM]' -r
 complete -c retry -s k -l kill-after -d 'Grace period after the stop signal before KILL [default: 5s]' -r
 complete -c retry -l replay-stdin-max -d 'The most stdin --replay-stdin takes, such as 64M or 2G (inf: no limit) [default: 1G]' -r
+complete -c retry -l hold-max -d 'The most a held attempt\'s file may take (--hold-output, --last-stdout), such as 16M or 1G [default: 64M]' -r
 complete -c retry -l on-retry -d 'After a failed attempt, before the wait, run CMD with /bin/sh -c (never after the last attempt)' -r
 complete -c retry -l on-give-up -d 'When the run gives up, run CMD with /bin/sh -c, once' -r
 complete -c retry -l nested -d 'Inside another retry: multiply attempts (warn), or run COMMAND once' -r -f -a "multiply\t'run every attempt (and warn once that attempts multiply)'
@@ -63,9 +64,11 @@ complete -c retry -l budget -d 'Stop retrying while the whole group fails: a sha
 complete -c retry -l breaker -d 'After THRESHOLD failed runs in a row, refuse to run for COOLDOWN (exit 75) [default: 5:30s]' -r
 complete -c retry -l metrics-file -d 'Write the run\'s metrics to PATH for node_exporter\'s textfile collector' -r -F
 complete -c retry -l metrics-push -d 'Push the run\'s metrics to a Prometheus Pushgateway at URL, e.g. http://pushgateway:9091' -r
+complete -c retry -l metrics-push-password-file -d 'Read the Pushgateway\'s password from FILE (its first line), not from the URL' -r -F
 complete -c retry -l metrics-job -d 'The metrics\' job label (Pushgateway: grouping key) [default: --group, else COMMAND\'s name, http or tcp]' -r
 complete -c retry -l metrics-label -d 'Add a label to the metrics (Pushgateway: a grouping key), e.g. instance=$(hostname); repeatable' -r
 complete -c retry -l ping -d 'Ping a heartbeat monitor at URL (healthchecks.io protocol)' -r
+complete -c retry -l ping-file -d 'Read --ping\'s URL from FILE (its first line), so that it never shows in ps' -r -F
 complete -c retry -l color -d 'Colour retry\'s own log prefix and outcome words [default: auto]' -r -f -a "auto\t'decide from the surroundings'
 always\t''
 never\t''"
@@ -74,12 +77,13 @@ always\t''
 never\t''"
 complete -c retry -l tcp -d 'Wait for a TCP port: connect to HOST:PORT instead of running a command (repeatable: every target must accept once)' -r
 complete -c retry -l forever -d 'No attempt limit (still bounded by --max-time)'
-complete -c retry -l restart-on-success -d 'Start COMMAND again after a success too, as a service supervisor does; a quick exit still backs off, one up for --reset-after starts from the first step'
+complete -c retry -l restart-on-success -d 'Start COMMAND again after a success too, as a service supervisor does; a quick exit still backs off, one up for --reset-after starts from the first step (not with --simulate, whose clients stop at their first success)'
 complete -c retry -l no-retry-on-timeout -d 'A timed-out attempt is a permanent failure (with a COMMAND: needs --timeout)'
 complete -c retry -l foreground -d 'Run COMMAND in retry\'s own process group (for programs that read the terminal)'
 complete -c retry -l replay-stdin -d 'Read stdin once and give every attempt the same bytes'
 complete -c retry -l hold-output -d 'Cron mode: hold each attempt\'s stdout and stderr in a temporary file, and write them out only if the run fails or is interrupted'
-complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the final give-up line, -qq nothing'
+complete -c retry -l last-stdout -d 'For pipelines and files: stdout carries only the last attempt\'s stdout (the success, or the attempt retry gave up on), never a retried attempt\'s'
+complete -c retry -s q -l quiet -d 'Fewer log lines: -q only the final give-up line (and what kept output from being held as asked), -qq nothing'
 complete -c retry -s v -l verbose -d 'More log lines: attempt starts and the command line'
 complete -c retry -l insecure -d 'Do not verify the server\'s certificate (warned about on every run)'
 complete -c retry -l retry-non-idempotent -d 'Retry POST and PATCH even without an idempotency key'
@@ -87,6 +91,6 @@ complete -c retry -l compare -d 'Simulate every jitter kind under the same polic
 complete -c retry -l state-required -d 'Exit 125 when the state store cannot be used, instead of running without it'
 complete -c retry -l state-show -d 'Print the group\'s pace schedule, budget count and breaker state, and exit'
 complete -c retry -l ping-log -d 'Send a summary of the run (attempts, times, the log\'s last lines; masked, at most 10 KB) with the final ping'
-complete -c retry -l dry-run -d 'Print the delay schedule this policy produces and run nothing'
+complete -c retry -l dry-run -d 'Print the delay schedule this policy produces and run nothing (hooks, --hold-output, --idle-timeout and the reports are refused with it)'
 complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retry -s V -l version -d 'Print version'

@@ -46,7 +46,7 @@ module completions {
     --timeout(-t): string     # Per-attempt time limit; the attempt's process group is then stopped (0 or inf: none)
     --idle-timeout: string    # Stop an attempt after DUR without progress: no byte received (HTTP mode), or nothing written to stdout or stderr by COMMAND (0 or inf: none) [default: 30s in HTTP mode, none for a COMMAND]
     --reset-after: string     # An attempt that ran at least DUR before failing resets the backoff
-    --restart-on-success      # Start COMMAND again after a success too, as a service supervisor does; a quick exit still backs off, one up for --reset-after starts from the first step
+    --restart-on-success      # Start COMMAND again after a success too, as a service supervisor does; a quick exit still backs off, one up for --reset-after starts from the first step (not with --simulate, whose clients stop at their first success)
     --stagger: string         # Wait a random time from 0 to DUR before the first attempt, so that a fleet started at the same moment (one cron minute) does not start in step
     --seed: string            # Seed for the jitter RNG, 0 to 2^53-1: the same schedule on every platform and version [default: from the OS]
     --retry-on: string        # Only these exit codes are retryable (e.g. 1,75,100-110)
@@ -61,10 +61,12 @@ module completions {
     --replay-stdin            # Read stdin once and give every attempt the same bytes
     --replay-stdin-max: string # The most stdin --replay-stdin takes, such as 64M or 2G (inf: no limit) [default: 1G]
     --hold-output             # Cron mode: hold each attempt's stdout and stderr in a temporary file, and write them out only if the run fails or is interrupted
+    --last-stdout             # For pipelines and files: stdout carries only the last attempt's stdout (the success, or the attempt retry gave up on), never a retried attempt's
+    --hold-max: string        # The most a held attempt's file may take (--hold-output, --last-stdout), such as 16M or 1G [default: 64M]
     --on-retry: string        # After a failed attempt, before the wait, run CMD with /bin/sh -c (never after the last attempt)
     --on-give-up: string      # When the run gives up, run CMD with /bin/sh -c, once
     --nested: string@"nu-complete retry nested" # Inside another retry: multiply attempts (warn), or run COMMAND once
-    --quiet(-q)               # Fewer log lines: -q only the final give-up line, -qq nothing
+    --quiet(-q)               # Fewer log lines: -q only the final give-up line (and what kept output from being held as asked), -qq nothing
     --verbose(-v)             # More log lines: attempt starts and the command line
     --log-format: string@"nu-complete retry log_format" # Log line format [default: text]
     --log-file: path          # Append the log to PATH instead of stderr
@@ -103,14 +105,16 @@ module completions {
     --breaker: string         # After THRESHOLD failed runs in a row, refuse to run for COOLDOWN (exit 75) [default: 5:30s]
     --metrics-file: path      # Write the run's metrics to PATH for node_exporter's textfile collector
     --metrics-push: string    # Push the run's metrics to a Prometheus Pushgateway at URL, e.g. http://pushgateway:9091
+    --metrics-push-password-file: path # Read the Pushgateway's password from FILE (its first line), not from the URL
     --metrics-job: string     # The metrics' job label (Pushgateway: grouping key) [default: --group, else COMMAND's name, http or tcp]
     --metrics-label: string   # Add a label to the metrics (Pushgateway: a grouping key), e.g. instance=$(hostname); repeatable
     --ping: string            # Ping a heartbeat monitor at URL (healthchecks.io protocol)
+    --ping-file: path         # Read --ping's URL from FILE (its first line), so that it never shows in ps
     --ping-log                # Send a summary of the run (attempts, times, the log's last lines; masked, at most 10 KB) with the final ping
     --color: string@"nu-complete retry color" # Colour retry's own log prefix and outcome words [default: auto]
     --ci-annotations: string@"nu-complete retry ci_annotations" # GitHub Actions annotations for failed attempts and giving up [default: auto]
     --tcp: string             # Wait for a TCP port: connect to HOST:PORT instead of running a command (repeatable: every target must accept once)
-    --dry-run                 # Print the delay schedule this policy produces and run nothing
+    --dry-run                 # Print the delay schedule this policy produces and run nothing (hooks, --hold-output, --idle-timeout and the reports are refused with it)
     --help(-h)                # Print help (see more with '--help')
     --version(-V)             # Print version
     ...command: string        # The command to run, and its arguments

@@ -64,12 +64,17 @@ pub struct DelayPolicy {
     pub cap: Duration,
 }
 
-/// One planned wait: the ceiling it was drawn under and the delay itself.
+/// One planned wait: the ceiling it was drawn under, the range the delay was
+/// drawn from, and the delay itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Step {
     /// Retry number since the last reset, 1-based.
     pub retry: u32,
     pub ceiling: Duration,
+    /// The delay was drawn uniformly from [low, high] (low == high: no
+    /// randomness). `wait` draws it again below a deadline from this range.
+    pub low: Duration,
+    pub high: Duration,
     pub delay: Duration,
 }
 
@@ -180,37 +185,40 @@ impl Progress {
     /// progress was made for.
     pub fn next<R: Rng + ?Sized>(&mut self, p: &DelayPolicy, rng: &mut R) -> Step {
         self.retry = self.retry.saturating_add(1);
-        let (ceiling, delay) = match p.jitter {
+        // Every kind draws uniformly from one range (none: a range of one
+        // point, which draws nothing).
+        let (ceiling, low, high) = match p.jitter {
             Jitter::None => {
                 let v = p.ceiling(self.retry);
-                (v, v)
+                (v, v, v)
             }
             Jitter::Full => {
                 let v = p.ceiling(self.retry);
-                (v, uniform(rng, Duration::ZERO, v))
+                (v, Duration::ZERO, v)
             }
             Jitter::Equal => {
                 let v = p.ceiling(self.retry);
-                let half = v / 2;
-                (v, half + uniform(rng, Duration::ZERO, v - half))
+                (v, v / 2, v)
             }
             Jitter::Additive { max } => {
                 let v = p.ceiling(self.retry);
                 let window = max.min(p.cap);
                 let floor = v.min(p.cap - window);
-                (v, floor + uniform(rng, Duration::ZERO, window))
+                (v, floor, floor + window)
             }
             Jitter::Decorrelated => {
                 let upper = self.previous().saturating_mul(3).min(p.cap);
                 // upper >= base because previous >= base and cap >= base.
-                let d = uniform(rng, p.base, upper);
-                (upper, d)
+                (upper, p.base, upper)
             }
         };
+        let delay = uniform(rng, low, high);
         self.set_previous(delay);
         Step {
             retry: self.retry,
             ceiling,
+            low,
+            high,
             delay,
         }
     }
@@ -228,7 +236,7 @@ fn uniform<R: Rng + ?Sized>(rng: &mut R, lo: Duration, hi: Duration) -> Duration
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::rng::seeded;
     use proptest::prelude::*;
@@ -470,7 +478,7 @@ mod tests {
     }
 
     /// One-sample Kolmogorov-Smirnov statistic against a uniform distribution.
-    fn ks_statistic(mut xs: Vec<f64>, dist: &Uniform) -> f64 {
+    pub(crate) fn ks_statistic(mut xs: Vec<f64>, dist: &Uniform) -> f64 {
         xs.sort_by(f64::total_cmp);
         let n = xs.len() as f64;
         xs.iter()
@@ -483,7 +491,7 @@ mod tests {
     }
 
     /// Critical value of the KS statistic at alpha = 0.001 for large n.
-    fn ks_critical(n: usize) -> f64 {
+    pub(crate) fn ks_critical(n: usize) -> f64 {
         1.95 / (n as f64).sqrt()
     }
 
@@ -550,6 +558,8 @@ mod tests {
             for s in delays(p, 40, seed) {
                 prop_assert!(s.delay <= p.cap);
                 prop_assert!(s.ceiling <= p.cap);
+                prop_assert!(s.low <= s.delay && s.delay <= s.high, "{:?}", s);
+                prop_assert!(s.high <= p.cap);
             }
         }
 

@@ -42,6 +42,10 @@ pub enum Status {
     Net { failure: NetFailure, detail: String },
     /// TCP mode: every target has accepted a connection.
     Connected,
+    /// The command succeeded, but retry could not write its held stdout
+    /// out (`--last-stdout`): retry's own failure, and final, since part
+    /// of the output may have gone out.
+    Undelivered(String),
 }
 
 impl Status {
@@ -203,9 +207,10 @@ pub fn classify(status: &Status, rules: &Rules) -> Verdict {
             Limit::Attempt | Limit::Idle if rules.retry_on_timeout => Verdict::Retryable,
             Limit::Attempt | Limit::Idle => Verdict::Permanent,
         },
-        Status::NotFound(_) | Status::NotExecutable(_) | Status::Interrupted(_) => {
-            Verdict::Permanent
-        }
+        Status::NotFound(_)
+        | Status::NotExecutable(_)
+        | Status::Interrupted(_)
+        | Status::Undelivered(_) => Verdict::Permanent,
         Status::CannotStart(_) => Verdict::Retryable,
         Status::Connected => Verdict::Success,
         Status::Http { .. } | Status::Net { .. } => http::classify(status, rules),
@@ -232,7 +237,8 @@ pub fn classify_with_output(status: &Status, output: &OutputMatch, rules: &Rules
 }
 
 /// The verdict once the reader of retry's own stdout has gone (a pipe into
-/// `head` that has exited): a failure that would be retried is permanent,
+/// `head` that has exited), or when there never was one (stdout closed at
+/// start, `>&-`): a failure that would be retried is permanent,
 /// whatever its exit code, since another attempt's output would go
 /// nowhere. A command that exits with a status of its own on EPIPE (Python
 /// exits 1 on BrokenPipeError) is then treated as one that died of SIGPIPE.
@@ -246,7 +252,7 @@ pub fn with_reader_gone(verdict: Verdict) -> Verdict {
 /// Why [`with_reader_gone`] made this failure permanent, for the give-up line.
 pub fn explain_reader_gone(status: &Status) -> String {
     format!(
-        "{status}, and the reader of retry's stdout has gone: another attempt's output would go nowhere"
+        "{status}, and nothing reads retry's stdout (it is closed, or its reader has gone): another attempt's output would go nowhere"
     )
 }
 
@@ -325,6 +331,7 @@ impl fmt::Display for Status {
             Status::Net { failure, detail } if detail.is_empty() => write!(f, "{failure}"),
             Status::Net { failure, detail } => write!(f, "{failure}: {detail}"),
             Status::Connected => write!(f, "connected"),
+            Status::Undelivered(why) => write!(f, "the command succeeded, but {why}"),
         }
     }
 }
@@ -502,6 +509,9 @@ mod tests {
         assert_eq!(with_reader_gone(Verdict::Retryable), Verdict::Permanent);
         assert_eq!(with_reader_gone(Verdict::Success), Verdict::Success);
         assert_eq!(with_reader_gone(Verdict::Permanent), Verdict::Permanent);
-        assert!(explain_reader_gone(&Status::Exited(1)).starts_with("exit 1, and the reader"));
+        assert!(
+            explain_reader_gone(&Status::Exited(1))
+                .starts_with("exit 1, and nothing reads retry's stdout")
+        );
     }
 }

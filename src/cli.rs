@@ -18,20 +18,37 @@ pub use monitor::MonitorArgs;
 pub use sim::{FormatArg, ModelArg, SimArgs};
 pub use state::StateArgs;
 
-/// What `-h` prints after the options: where the rest is.
+/// What `-h` prints after the options: where the rest is, then five
+/// examples, last, where a reader of a short help looks first.
 const AFTER_HELP: &str = "\
-'retry --help' adds examples, exit status and environment; 'man retry' has it all.";
+'retry --help' explains every option and adds exit statuses and environment; 'man retry' has it all.
 
-/// What `--help` prints after the options: examples, the exit statuses
-/// (drawn from `exit::TABLE`, like the man page's), and the environment.
+Examples:
+  retry --max-time 2m -- curl -fsS http://localhost:8080/health   # wait for a service
+  retry --max 3 --timeout 10m -- make integration-test            # a flaky CI step
+  retry --hold-output -q --max-time 5m -- /usr/local/bin/sync     # cron: silent unless it fails
+  retry --max-time 1m --tcp db:5432 && ./migrate.sh               # wait for a port, then go on
+  retry --dry-run --max-time 1m --seed 7                          # the waits, without running";
+
+/// What `--help` prints after the options: the exit statuses (drawn from
+/// `exit::TABLE`, like the man page's) and the environment. Its examples
+/// come before the options ([`EXAMPLES`]).
 fn after_long_help() -> String {
-    format!("{EXAMPLES}\n{}\n{ENVIRONMENT}", crate::exit::help_section())
+    format!("{}\n{ENVIRONMENT}", crate::exit::help_section())
 }
+
+/// The help's layout: clap's own, with `--help`'s examples between the
+/// usage and the options, where they are seen without scrolling.
+const HELP_TEMPLATE: &str = "\
+{about-with-newline}
+{usage-heading} {usage}
+
+{before-help}{all-args}{after-help}";
 
 const EXAMPLES: &str = "\
 Examples:
-  Wait for a service in a shell script:
-    retry --max 10 --cap 5s -- curl -fsS http://localhost:8080/health
+  Wait up to two minutes for a service in a shell script:
+    retry --max-time 2m --cap 5s -- curl -fsS http://localhost:8080/health
   A flaky CI step, each attempt limited to 10 minutes:
     retry --max 3 --timeout 10m -- make integration-test
   A cron job that prints nothing unless it fails, and never retries a bad config (exit 78):
@@ -39,8 +56,7 @@ Examples:
   Wait up to a minute for a database port, then migrate:
     retry --max-time 1m --tcp db:5432 && ./migrate.sh
   Preview the delays a policy produces, without running anything:
-    retry --dry-run --max 6 --base 500ms --jitter decorrelated --seed 7
-";
+    retry --dry-run --max 6 --base 500ms --jitter decorrelated --seed 7";
 
 const ENVIRONMENT: &str = "\
 Environment:
@@ -48,7 +64,8 @@ Environment:
   command line wins over the environment, and an empty variable counts as unset.
   COMMAND receives RETRY_ATTEMPT, RETRY_MAX_ATTEMPTS, RETRY_PREVIOUS_EXIT and
   RETRY_DEPTH; the hooks receive RETRY_ATTEMPT, RETRY_EXIT_CODE and
-  RETRY_NEXT_DELAY_MS. --hold-output holds output in $TMPDIR (default /tmp).
+  RETRY_NEXT_DELAY_MS. --hold-output and --last-stdout hold output in $TMPDIR
+  (default /tmp).
   NO_COLOR turns colour off; GITHUB_ACTIONS=true turns on annotations.
   HTTP mode trusts the system's CA certificates, or those in SSL_CERT_FILE and
   SSL_CERT_DIR when set; proxies come from HTTP_PROXY, HTTPS_PROXY and NO_PROXY.";
@@ -65,7 +82,9 @@ Environment:
     version,
     about,
     long_about,
+    help_template = HELP_TEMPLATE,
     after_help = AFTER_HELP,
+    before_long_help = EXAMPLES,
     after_long_help = after_long_help(),
     // Wide enough for the option table, narrow enough to read; help on a
     // smaller terminal still wraps to fit.
@@ -161,6 +180,11 @@ pub struct Cli {
 
     /// Overall deadline from start: no sleep or attempt runs past it; without --max, no attempt limit
     /// (0 or inf: none)
+    ///
+    /// A wait that would pass the deadline is drawn again, with the same jitter, inside the time
+    /// left, to end v/60 before it (v: the top of the range the wait was drawn from; 30s once the
+    /// default cap is reached), so a last attempt starts shortly before the deadline. With less
+    /// than v/6 left (5s under a 30s cap), such a wait ends the run instead.
     #[arg(
         long,
         value_name = "DUR",
@@ -207,7 +231,8 @@ pub struct Cli {
     pub reset_after: Option<String>,
 
     /// Start COMMAND again after a success too, as a service supervisor does; a quick exit
-    /// still backs off, one up for --reset-after starts from the first step
+    /// still backs off, one up for --reset-after starts from the first step (not with
+    /// --simulate, whose clients stop at their first success)
     #[arg(long, help_heading = "Policy")]
     pub restart_on_success: bool,
 
@@ -330,9 +355,33 @@ pub struct Cli {
     /// An attempt that is retried or succeeds leaves nothing on stdout or stderr; when the run
     /// gives up or a signal ends it, the last attempt's output comes out, each stream on its own,
     /// in the order it was written. The file is unnamed (or unlinked at once) in $TMPDIR or /tmp,
-    /// so memory stays flat however much is printed. COMMAND writes to pipes, not a terminal.
+    /// so memory stays flat however much is printed; past --hold-max its first and last halves
+    /// are kept, and what was dropped is said before the output, even with -q. COMMAND writes to
+    /// pipes, not a terminal.
     #[arg(long, help_heading = "Process")]
     pub hold_output: bool,
+
+    /// For pipelines and files: stdout carries only the last attempt's stdout (the success, or
+    /// the attempt retry gave up on), never a retried attempt's
+    ///
+    /// Each attempt's stdout is held in a temporary file, as --hold-output holds output, and
+    /// dropped when the attempt is retried; a success's comes out as soon as it ends, and on
+    /// giving up the last attempt's comes out at the end. stderr and the log still stream.
+    /// Nothing is ever dropped: past --hold-max (or on a full disk) the attempt's stdout is
+    /// written out and passes through from then on, and retry says so.
+    #[arg(long, help_heading = "Process")]
+    pub last_stdout: bool,
+
+    /// The most a held attempt's file may take (--hold-output, --last-stdout), such as 16M or
+    /// 1G [default: 64M]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        env = "RETRY_HOLD_MAX",
+        allow_hyphen_values = true,
+        help_heading = "Process"
+    )]
+    pub hold_max: Option<String>,
 
     /// After a failed attempt, before the wait, run CMD with /bin/sh -c (never after the last
     /// attempt)
@@ -371,7 +420,8 @@ pub struct Cli {
     )]
     pub nested: Option<NestedArg>,
 
-    /// Fewer log lines: -q only the final give-up line, -qq nothing
+    /// Fewer log lines: -q only the final give-up line (and what kept output from being held as
+    /// asked), -qq nothing
     #[arg(short, long, action = ArgAction::Count, help_heading = "Logging")]
     pub quiet: u8,
 
@@ -447,7 +497,8 @@ pub struct Cli {
     )]
     pub tcp: Vec<String>,
 
-    /// Print the delay schedule this policy produces and run nothing
+    /// Print the delay schedule this policy produces and run nothing (hooks, --hold-output,
+    /// --idle-timeout and the reports are refused with it)
     #[arg(long, help_heading = "Modes")]
     pub dry_run: bool,
 

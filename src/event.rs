@@ -6,6 +6,7 @@
 //! the state session report without knowing the log, and the log renders
 //! without knowing the loop.
 
+use std::borrow::Cow;
 use std::ffi::OsString;
 use std::time::Duration;
 
@@ -63,6 +64,43 @@ impl End {
     }
 }
 
+/// How a run ended: built once, by the loop (or by the lifecycle, when the
+/// run ends before the loop starts), then read by the `done` event, the
+/// exit status and every end-of-run output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ending {
+    pub end: End,
+    /// Attempts started (0 when the run ended before the first).
+    pub attempts: u32,
+    /// retry's exit status.
+    pub exit_code: u8,
+    /// Why, in words ("" for a success).
+    pub reason: Cow<'static, str>,
+    /// The last attempt's status, or the interrupt that ended the wait
+    /// after it; None when no attempt ran.
+    pub last_status: Option<Status>,
+    /// Retries the group's retry budget refused (its refusal ends the run).
+    pub retries_refused: u32,
+}
+
+impl Ending {
+    /// A run that ended before its first attempt.
+    pub fn before_attempts(
+        end: End,
+        exit_code: u8,
+        reason: impl Into<Cow<'static, str>>,
+    ) -> Ending {
+        Ending {
+            end,
+            attempts: 0,
+            exit_code,
+            reason: reason.into(),
+            last_status: None,
+            retries_refused: 0,
+        }
+    }
+}
+
 /// Something worth a log line.
 #[derive(Debug)]
 pub enum Event<'a> {
@@ -96,11 +134,8 @@ pub enum Event<'a> {
     Stagger { delay: Duration, spread: Duration },
     /// The run is over.
     Done {
-        end: End,
-        attempts: u32,
+        ending: &'a Ending,
         max: Option<u32>,
-        exit_code: u8,
-        reason: &'a str,
     },
     /// Something worth knowing that does not change the run.
     Warning { message: &'a str },

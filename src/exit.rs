@@ -87,7 +87,7 @@ pub const TABLE: &[Row] = &[
     ),
     row(
         "125",
-        "retry's own failure (e.g. it cannot open its log file, the system kept refusing to start COMMAND for want of processes, memory or descriptors, stdin is larger than --replay-stdin-max, or the shared-state store cannot be used with --state-required)",
+        "retry's own failure (e.g. it cannot open its log file, the system kept refusing to start COMMAND for want of processes, memory or descriptors, stdin is larger than --replay-stdin-max, the shared-state store cannot be used with --state-required, or with --last-stdout a successful attempt's stdout could not be written out)",
     ),
     row(
         "75",
@@ -178,7 +178,7 @@ pub fn code(status: &Status, verdict: Verdict) -> u8 {
         Status::Signaled(sig) | Status::Interrupted(sig) => from_signal(sig),
         Status::TimedOut { .. } => TIMED_OUT,
         Status::NotFound(_) => NOT_FOUND,
-        Status::CannotStart(_) => INTERNAL,
+        Status::CannotStart(_) | Status::Undelivered(_) => INTERNAL,
         Status::NotExecutable(_) => NOT_EXECUTABLE,
         Status::Connected => SUCCESS,
         Status::Http { .. } => HTTP_NOT_ACCEPTED,

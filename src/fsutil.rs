@@ -1,6 +1,6 @@
 //! Safe file primitives for the files retry writes where other users may be
-//! active: the shared-state store, `-o`, `--metrics-file`, held output and
-//! the log file.
+//! active: the shared-state store, `-o`, `--metrics-file`, `--plot`, held
+//! output and the log file.
 //!
 //! Everything happens relative to an open directory descriptor (`openat`,
 //! `renameat`, `linkat`), so a directory path swapped after it was checked
@@ -10,6 +10,13 @@
 //! files are unnamed (`O_TMPFILE`) where the file system allows, so nothing
 //! is left behind whatever kills retry, and otherwise get a unique name
 //! created with `O_EXCL`. Every descriptor is close-on-exec.
+//!
+//! In a directory others can write to (a sticky one, as `/tmp`; see
+//! [`trust`], which reads ACLs too), one rule holds for every file retry
+//! writes ([`place`]): never into a file, FIFO or device another user owns
+//! there; never blocked by a FIFO (opened non-blocking, then judged); and
+//! never more of an existing file read than retry itself would have
+//! written there.
 
 use std::ffi::{OsStr, OsString};
 use std::fmt;
@@ -20,15 +27,16 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use nix::errno::Errno;
-use nix::fcntl::{AT_FDCWD, AtFlags, OFlag, openat, readlinkat, renameat};
+use nix::fcntl::{AT_FDCWD, AtFlags, OFlag, openat, renameat};
 use nix::sys::stat::{FileStat, Mode, SFlag, fchmod, fstat, fstatat, mkdirat};
-use nix::unistd::{Gid, Group, Uid, UnlinkatFlags, User, fchown, linkat, unlinkat};
+use nix::unistd::{Gid, Uid, UnlinkatFlags, fchown, linkat, unlinkat};
 
 use crate::human::io_error;
 
-/// How far [`resolve`] follows a chain of symbolic links, as the kernel's
-/// own limit for one path.
-const MAX_LINKS: usize = 40;
+mod place;
+pub mod trust;
+
+pub use place::{Destination, ResolveError, Target, open_append, open_destination, resolve};
 
 /// Why a directory or file is not used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,51 +89,9 @@ fn is_symlink(stat: &FileStat) -> bool {
     mode_bits(stat) & SFlag::S_IFMT.bits() == SFlag::S_IFLNK.bits()
 }
 
-/// Whether a group-writable directory's group is the caller's own private
-/// group (a group of the caller's name with nobody else in it, as Debian
-/// creates for each user): then "writable by the group" means "by the
-/// caller". Debian's OpenSSH accepts such groups for the same reason.
-fn group_is_callers_own(gid: u32) -> bool {
-    let euid = Uid::effective();
-    let Ok(Some(user)) = User::from_uid(euid) else {
-        return false;
-    };
-    let Ok(Some(group)) = Group::from_gid(Gid::from_raw(gid)) else {
-        return false;
-    };
-    group.name == user.name && group.mem.iter().all(|m| *m == user.name)
-}
-
-/// Judges a directory by its status against `rule`.
-fn judge_dir(stat: &FileStat, rule: Rule) -> Result<(), String> {
-    let euid = Uid::effective().as_raw();
-    let mode = mode_bits(stat);
-    let owner_ok = match rule {
-        Rule::Private => stat.st_uid == euid,
-        Rule::Output => stat.st_uid == euid || stat.st_uid == 0,
-    };
-    if !owner_ok {
-        return Err(format!(
-            "belongs to another user (uid {}), who could replace what retry writes there",
-            stat.st_uid
-        ));
-    }
-    let sticky = mode & 0o1000 != 0;
-    if mode & 0o002 != 0 && !(rule == Rule::Output && sticky) {
-        return Err(format!(
-            "is writable by every user (mode {:04o})",
-            mode & 0o7777
-        ));
-    }
-    if mode & 0o020 != 0 && !(rule == Rule::Output && sticky) && !group_is_callers_own(stat.st_gid)
-    {
-        return Err(format!(
-            "is writable by its group (mode {:04o}, gid {})",
-            mode & 0o7777,
-            stat.st_gid
-        ));
-    }
-    Ok(())
+/// Whether `stat` is a regular file's.
+pub fn is_regular(stat: &FileStat) -> bool {
+    mode_bits(stat) & SFlag::S_IFMT.bits() == SFlag::S_IFREG.bits()
 }
 
 /// Judges a file retry keeps for itself (a store file) by its status: a
@@ -222,14 +188,22 @@ impl Dir {
 
     /// Checks the open directory against `rule`.
     pub fn check(&self, rule: Rule) -> Result<(), Untrusted> {
-        let stat = self.stat().map_err(|e| Untrusted {
-            path: self.path.clone(),
-            why: format!("cannot be examined: {e}"),
-        })?;
-        judge_dir(&stat, rule).map_err(|why| Untrusted {
+        self.judge(rule).map(drop)
+    }
+
+    /// Checks the open directory against `rule`, its access ACL included:
+    /// `Ok(true)` when others may write in it (a sticky directory that
+    /// [`Rule::Output`] allows), `Ok(false)` when nobody else may.
+    pub fn judge(&self, rule: Rule) -> Result<bool, Untrusted> {
+        let untrusted = |why: String| Untrusted {
             path: self.path.clone(),
             why,
-        })
+        };
+        let stat = self
+            .stat()
+            .map_err(|e| untrusted(format!("cannot be examined: {}", io_error(&e))))?;
+        let acl = trust::read_acl(self.fd.as_fd()).map_err(untrusted)?;
+        trust::judge_dir(&stat, acl.as_deref(), rule).map_err(untrusted)
     }
 
     /// The status of `name` in this directory, not following a link.
@@ -274,6 +248,29 @@ impl Dir {
         let mut bytes = Vec::new();
         f.read_to_end(&mut bytes)?;
         Ok(Some((bytes, stat)))
+    }
+
+    /// The first `limit` bytes of the regular file `name`, or `None` when
+    /// nothing is there; a link, a FIFO (never waited on) or a device there
+    /// is an error. For a file retry wrote itself and reads back: never
+    /// more than it could have written, whatever someone left there.
+    pub fn read_at_most(&self, name: &OsStr, limit: u64) -> io::Result<Option<Vec<u8>>> {
+        use std::io::Read;
+        let f = match self.open_at(name, OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let stat = fstat(f.as_fd()).map_err(io_err)?;
+        if !is_regular(&stat) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "not a regular file",
+            ));
+        }
+        let mut bytes = Vec::new();
+        f.take(limit).read_to_end(&mut bytes)?;
+        Ok(Some(bytes))
     }
 
     /// Removes `name` from this directory (a file or a link, never what a
@@ -572,121 +569,6 @@ fn split(path: &Path) -> io::Result<(Option<PathBuf>, OsString)> {
     }
 }
 
-/// Where a file named by the user really is: its directory (open) and its
-/// name there, after following symbolic links that are safe to follow, and
-/// what stands there now.
-#[derive(Debug)]
-pub struct Target {
-    pub dir: Dir,
-    pub name: OsString,
-    /// The existing file's status (never a link's), if there is one.
-    pub existing: Option<FileStat>,
-}
-
-impl Target {
-    /// The full path of the target, for messages.
-    pub fn path(&self) -> PathBuf {
-        self.dir.path.join(&self.name)
-    }
-}
-
-/// Whether a symbolic link found in `dir` may be followed: the rule of
-/// Linux's `fs.protected_symlinks`, applied whatever that setting is. In a
-/// directory others can write to, only a link owned by the caller or by
-/// the directory's owner is followed; elsewhere only someone trusted with
-/// the directory could have made it.
-fn link_is_safe(dir: &FileStat, link: &FileStat) -> bool {
-    let others_can_write = mode_bits(dir) & 0o022 != 0;
-    !others_can_write || link.st_uid == Uid::effective().as_raw() || link.st_uid == dir.st_uid
-}
-
-/// Resolves `path` for writing a file there: opens its directory (which
-/// must satisfy `rule`) and follows a symbolic link at the last component
-/// to its target, as curl writes through one, when the link is safe to
-/// follow (see [`link_is_safe`]); an unsafe link is an error. A dangling
-/// safe link resolves to the file it names.
-pub fn resolve(path: &Path, rule: Rule) -> Result<Target, ResolveError> {
-    let mut path = path.to_path_buf();
-    for _ in 0..MAX_LINKS {
-        // `DIR/` and `DIR/.` name a directory (for the shell, curl and the
-        // kernel alike), though `components` would drop the ending and
-        // leave `DIR` itself to be written as a file.
-        let bytes = path.as_os_str().as_bytes();
-        if bytes.ends_with(b"/") || bytes.ends_with(b"/.") {
-            return Err(ResolveError::Io(
-                path,
-                io::Error::new(
-                    io::ErrorKind::IsADirectory,
-                    "ends in '/', so names a directory",
-                ),
-            ));
-        }
-        let (parent, name) = split(&path).map_err(|e| ResolveError::Io(path.clone(), e))?;
-        let dir_path = parent
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or_else(|| PathBuf::from("."));
-        let dir = Dir::open(&dir_path).map_err(|e| ResolveError::Io(dir_path.clone(), e))?;
-        dir.check(rule).map_err(ResolveError::Untrusted)?;
-        let existing = dir
-            .stat_at(&name)
-            .map_err(|e| ResolveError::Io(path.clone(), e))?;
-        match existing {
-            Some(link) if is_symlink(&link) => {
-                let dir_stat = dir
-                    .stat()
-                    .map_err(|e| ResolveError::Io(dir_path.clone(), e))?;
-                if !link_is_safe(&dir_stat, &link) {
-                    return Err(ResolveError::Untrusted(Untrusted {
-                        path,
-                        why: format!(
-                            "is a symbolic link made by another user (uid {}) in a directory others can write to",
-                            link.st_uid
-                        ),
-                    }));
-                }
-                let to = readlinkat(dir.fd.as_fd(), name.as_os_str())
-                    .map_err(|e| ResolveError::Io(path.clone(), io_err(e)))?;
-                path = dir_path.join(to);
-            }
-            Some(stat) if is_dir(&stat) => {
-                return Err(ResolveError::Io(
-                    path,
-                    io::Error::new(io::ErrorKind::IsADirectory, "is a directory"),
-                ));
-            }
-            existing => {
-                return Ok(Target {
-                    dir,
-                    name,
-                    existing,
-                });
-            }
-        }
-    }
-    Err(ResolveError::Io(
-        path,
-        io::Error::from_raw_os_error(Errno::ELOOP as i32),
-    ))
-}
-
-/// Failure to resolve a path for writing.
-#[derive(Debug)]
-pub enum ResolveError {
-    Io(PathBuf, io::Error),
-    Untrusted(Untrusted),
-}
-
-impl fmt::Display for ResolveError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ResolveError::Io(p, e) => write!(f, "{}: {}", p.display(), io_error(e)),
-            ResolveError::Untrusted(u) => write!(f, "{u}"),
-        }
-    }
-}
-
-impl std::error::Error for ResolveError {}
-
 /// The process's umask, the bits a new file's mode loses: read from
 /// /proc/self/status, or where that is not mounted by setting it and
 /// putting it back at once (the only way the system call offers).
@@ -711,21 +593,6 @@ fn umask_in_status(status: &str) -> Option<u32> {
 /// The mode a new file gets: 0666 less the umask, as a shell's `>` gives.
 pub fn new_file_mode() -> u32 {
     0o666 & !umask()
-}
-
-/// Opens `path` for appending (a log file), creating it with 0666 less the
-/// umask: resolved as [`resolve`] does, then opened without following any
-/// further link, so a link planted between the two steps is refused.
-pub fn open_append(path: &Path, rule: Rule) -> Result<File, ResolveError> {
-    let target = resolve(path, rule)?;
-    target
-        .dir
-        .open_at(
-            &target.name,
-            OFlag::O_WRONLY | OFlag::O_APPEND | OFlag::O_CREAT,
-            0o666,
-        )
-        .map_err(|e| ResolveError::Io(target.path(), e))
 }
 
 #[cfg(test)]

@@ -132,9 +132,67 @@ pub fn human_size(bytes: u64) -> String {
     }
 }
 
+/// A byte count rounded for a person: `1500 bytes`, `12.3 KiB`, `1.2 GiB`
+/// (three significant digits at most).
+pub fn human_size_about(bytes: u64) -> String {
+    for (unit, scale) in [
+        ("TiB", 1u64 << 40),
+        ("GiB", 1 << 30),
+        ("MiB", 1 << 20),
+        ("KiB", 1 << 10),
+    ] {
+        if bytes >= scale {
+            let v = bytes as f64 / scale as f64;
+            let text = match v {
+                v if v >= 100.0 => format!("{v:.0}"),
+                v if v >= 10.0 => format!("{v:.1}"),
+                v => format!("{v:.2}"),
+            };
+            let text = match text.contains('.') {
+                true => text.trim_end_matches('0').trim_end_matches('.').to_string(),
+                false => text,
+            };
+            return format!("{text} {unit}");
+        }
+    }
+    human_size(bytes)
+}
+
+/// A count with its thousands grouped: `1,234,567`.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts_are_grouped_in_thousands() {
+        assert_eq!(grouped(0), "0");
+        assert_eq!(grouped(999), "999");
+        assert_eq!(grouped(1000), "1,000");
+        assert_eq!(grouped(1_234_567), "1,234,567");
+    }
+
+    #[test]
+    fn sizes_about_keep_three_digits_and_no_trailing_zeros() {
+        assert_eq!(human_size_about(1), "1 byte");
+        assert_eq!(human_size_about(1023), "1023 bytes");
+        assert_eq!(human_size_about(1024), "1 KiB");
+        assert_eq!(human_size_about(1536), "1.5 KiB");
+        assert_eq!(human_size_about(300_000), "293 KiB");
+        assert_eq!(human_size_about(12_900_000), "12.3 MiB");
+        assert_eq!(human_size_about(1_288_490_189), "1.2 GiB");
+    }
 
     #[test]
     fn io_errors_read_as_part_of_a_sentence() {

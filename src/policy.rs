@@ -20,6 +20,7 @@ use crate::retry_policy::Policy;
 mod duration;
 mod http;
 mod log;
+mod modes;
 mod monitor;
 mod process;
 mod retries;
@@ -146,6 +147,8 @@ pub enum Mode {
     DryRun { command: Vec<OsString> },
     /// Simulate N clients against a model server and report.
     Simulate { sim: SimOptions },
+    /// Print the group's shared state; run nothing.
+    StateShow,
 }
 
 /// Where this invocation sits inside other `retry` processes, read from the
@@ -189,7 +192,7 @@ impl Config {
             policy.max_attempts = Some(1);
         }
         let (state, fleet) = if cli.sim.simulate.is_some() {
-            let rules = sim::shared_rules(&cli)?;
+            let rules = state::rules(&cli.state)?;
             let show = cli.state.state_show;
             (StateOptions { shared: None, show }, rules)
         } else {
@@ -205,9 +208,6 @@ impl Config {
         } else {
             http::from_args(&cli.http)?
         };
-        if http.is_some() {
-            http::exclusive(&cli)?;
-        }
         let output = process::output(&cli)?;
         let request = http.map(|(request, rules)| {
             policy.rules.http = rules;
@@ -219,26 +219,17 @@ impl Config {
             budget: fleet.budget,
             ..s
         });
-        if sim.is_some() {
-            if tcp.is_some() {
-                return Err(UsageError(
-                    "--simulate runs nothing real: it cannot be combined with --tcp".to_string(),
-                ));
-            }
-            sim::exclusive(&cli, request.is_some(), state.show)?;
-        }
-        let process = process::options(&cli, &names, stop_signal, output, policy.idle_timeout)?;
+        let process = process::options(
+            &cli,
+            &names,
+            stop_signal,
+            output,
+            policy.idle_timeout,
+            &policy.rules.success_on,
+        )?;
         let (on_retry, on_give_up) = process::hooks(&cli, &process)?;
-        if sim.is_some() && (on_retry.is_some() || on_give_up.is_some()) {
-            let flag = if on_retry.is_some() {
-                "--on-retry"
-            } else {
-                "--on-give-up"
-            };
-            return Err(UsageError(format!(
-                "--simulate runs nothing real: it cannot be combined with {flag}"
-            )));
-        }
+        // Each value is valid alone: which mode takes which flag.
+        modes::check(&cli, &names)?;
         let command = std::mem::take(&mut cli.command);
         let mode = mode(
             command,
@@ -250,7 +241,7 @@ impl Config {
         let finish = FinishOptions {
             hold: process.hold.clone(),
             on_give_up,
-            ..monitor::options(&cli, &names, &mode, state.show)?
+            ..monitor::options(&cli, &names, &mode)?
         };
         Ok(Config {
             mode,
@@ -272,7 +263,8 @@ struct Probe {
     tcp: Option<TcpOptions>,
 }
 
-/// Which of the modes the invocation asks for, once each is valid alone.
+/// Which of the modes the invocation asks for, once each is valid alone and
+/// `modes` has refused any two of them together.
 fn mode(
     command: Vec<OsString>,
     dry_run: bool,
@@ -281,13 +273,9 @@ fn mode(
     state_show: bool,
 ) -> Result<Mode, UsageError> {
     let Probe { request, tcp } = probe;
-    if state_show && (dry_run || request.is_some() || tcp.is_some() || !command.is_empty()) {
-        return Err(UsageError(
-            "--state-show only prints the group's state: give it no COMMAND, --http, --tcp or --dry-run"
-                .to_string(),
-        ));
-    }
-    Ok(if let Some(sim) = sim {
+    Ok(if state_show {
+        Mode::StateShow
+    } else if let Some(sim) = sim {
         Mode::Simulate { sim }
     } else if dry_run {
         Mode::DryRun {
@@ -303,7 +291,7 @@ fn mode(
         }
     } else if let Some(probe) = tcp {
         Mode::Tcp { probe }
-    } else if command.is_empty() && !state_show {
+    } else if command.is_empty() {
         return Err(UsageError(
             "missing COMMAND: usage is 'retry [OPTIONS] -- COMMAND [ARG]...', 'retry [OPTIONS] --http URL', 'retry [OPTIONS] --tcp HOST:PORT' or 'retry [OPTIONS] --dry-run'"
                 .to_string(),
@@ -360,6 +348,12 @@ fn duration(
         Err(DurError::TooLarge) => Err(UsageError(format!(
             "invalid value '{}' for {name}: too large (at most about 584 billion years); expected {form}",
             s.trim()
+        ))),
+        Err(DurError::MinutesOrMonths) => Err(UsageError(format!(
+            "invalid value '{}' for {name}: M could mean minutes or months; write {} or {}",
+            s.trim(),
+            duration::with_m_as(s, "min"),
+            duration::with_m_as(s, "month")
         ))),
         // A flag given no value took the next word.
         Err(DurError::Invalid) if s.trim_start().starts_with('-') => {

@@ -4,23 +4,25 @@
 //! ends with the last attempt's real status. Generic over the kind of attempt,
 //! the clock and the RNG, so it is tested with fakes in virtual time.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
 use rand::Rng;
 
-use crate::attempt::{Attempt, Between, Context, Failed, Unready};
-use crate::backoff::Backoff;
+use crate::after::{Attempted, Next, Retry, Stop as AfterStop, after};
+use crate::attempt::{Attempt, Between, Context, Details, Failed, Unready};
+use crate::backoff::Progress;
 use crate::classify::{
     Limit, Status, Verdict, classify_with_output, explain_reader_gone, explain_with_output,
     with_reader_gone,
 };
-use crate::event::{End, Event, Sink, Wait};
+use crate::event::{End, Ending, Event, Sink, Wait};
 use crate::exit;
 use crate::human::{human, of_max};
 use crate::retry_policy::Policy;
 use crate::signals::Signals;
-use crate::state::{Gate, Next, Session, Stop};
+use crate::state::{Gate, Next as Next3, Session, Stop};
 use crate::wait::{self, Decision};
 
 /// Time as the loop sees it.
@@ -59,16 +61,6 @@ fn release_free_heap() {
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn release_free_heap() {}
 
-/// How a run ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finish {
-    /// The last attempt's status (or the interrupt that ended a wait).
-    pub status: Status,
-    pub end: End,
-    pub attempts: u32,
-    pub exit_code: u8,
-}
-
 /// Run attempts until success, a permanent failure, the attempt limit, the
 /// deadline or an interrupt; `between` runs after each failed attempt that
 /// is retried, before the wait (`--on-retry`).
@@ -82,7 +74,7 @@ pub async fn run<A, B, C, R, S>(
     signals: &mut Signals,
     log: &mut S,
     state: &mut Session,
-) -> Finish
+) -> Ending
 where
     A: Attempt,
     B: Between,
@@ -90,279 +82,358 @@ where
     R: Rng + ?Sized,
     S: Sink,
 {
-    let start = clock.now();
-    let deadline = policy.max_time.and_then(|d| start.checked_add(d));
-    let max = policy.max_attempts;
-    let mut backoff = Backoff::new(policy.delay);
+    let deadline = policy.max_time.and_then(|d| clock.now().checked_add(d));
+    let mut run = Loop {
+        policy,
+        attempt,
+        between,
+        clock,
+        rng,
+        signals,
+        log,
+        state,
+        deadline,
+        max: policy.max_attempts,
+    };
+    if let Err(ending) = run.begin().await {
+        return ending;
+    }
+    let mut progress = Progress::new(&policy.delay);
     let mut previous_exit = None;
     let mut number = 0u32;
-
-    // Before anything else: the attempts get ready (`--replay-stdin` reads
-    // stdin), under the deadline and signals; the breaker hears nothing of
-    // a run that ends here.
-    if let Err(why) = attempt.prepare(deadline, signals).await {
-        return unready(why, max, log);
-    }
-
-    // Hook 1: the group's circuit breaker may refuse the whole run.
-    match state.admit(log, signals, deadline).await {
-        Ok(Gate::Run) => {}
-        Ok(Gate::Refused(why)) => return stopped(Stop::Refused(why), 0, max, log),
-        Err(stop) => return stopped(stop, 0, max, log),
-    }
-
-    // --stagger: a fleet started in the same instant (one cron minute)
-    // spreads its first attempts. Never past --max-time; an interrupt ends it.
-    if let Some(spread) = policy.stagger {
-        let delay = wait::stagger(Some(spread), rng);
-        log.emit(&Event::Stagger { delay, spread });
-        let now = clock.now();
-        let mut wake = now.checked_add(delay).unwrap_or(now);
-        if let Some(d) = deadline {
-            wake = wake.min(d);
-        }
-        tokio::select! {
-            () = clock.sleep_until(wake) => {}
-            sig = signals.next_interrupt() => return interrupted_in_wait(sig as i32, 0, max, log),
-        }
-    }
-
     loop {
         // A signal that landed as the last wait ended must not start another attempt.
         if number > 0
-            && let Some(sig) = signals.interrupted()
+            && let Some(sig) = run.signals.interrupted()
         {
-            return interrupted_in_wait(sig as i32, number, max, log);
+            return interrupted_in_wait(sig as i32, number, run.max, run.log);
         }
         number = number.saturating_add(1);
-        log.emit(&Event::AttemptStart {
+        let tried = run.attempt(number, previous_exit).await;
+        previous_exit = Some(exit::code(&tried.status, Verdict::Retryable));
+        // Hook 2: the outcome counts against (or refills) the group's budget.
+        let ok = tried.verdict == Verdict::Success;
+        match run.state.record(ok, run.log, run.signals, deadline).await {
+            Ok(()) => {}
+            Err(Stop::Deadline) => return run.end(tried, End::Deadline, STORE_DEADLINE),
+            Err(stop) => return stopped(stop, number, run.max, run.log),
+        }
+        let done = Attempted {
+            number,
+            status: &tried.status,
+            verdict: tried.verdict,
+            ran: tried.ran,
+            now: clock.now(),
+            deadline,
+        };
+        let retry = match after(policy, &mut progress, done, run.rng) {
+            Next::Retry(retry) => retry,
+            Next::Stop(stop) => {
+                let reason = run.reason(&tried, stop);
+                return run.end(tried, stop.end(), reason);
+            }
+        };
+        if retry.reset
+            && let Some(after) = policy.reset_after
+        {
+            run.log.emit(&Event::Reset {
+                attempt: number,
+                up: tried.ran,
+                after,
+            });
+        }
+        if let Err(ending) = run.wait(tried, retry).await {
+            return ending;
+        }
+    }
+}
+
+/// An attempt that has ended, as the loop judged it.
+struct Tried {
+    number: u32,
+    status: Status,
+    details: Details,
+    /// The verdict on the status and output alone.
+    judged: Verdict,
+    /// The verdict, once a gone reader of retry's stdout is counted.
+    verdict: Verdict,
+    ran: Duration,
+}
+
+/// One run of the loop: what it works with.
+struct Loop<'a, A, B, C, R: ?Sized, S> {
+    policy: &'a Policy,
+    attempt: &'a mut A,
+    between: &'a mut B,
+    clock: &'a C,
+    rng: &'a mut R,
+    signals: &'a mut Signals,
+    log: &'a mut S,
+    state: &'a mut Session,
+    deadline: Option<Instant>,
+    max: Option<u32>,
+}
+
+impl<A, B, C, R, S> Loop<'_, A, B, C, R, S>
+where
+    A: Attempt,
+    B: Between,
+    C: Clock,
+    R: Rng + ?Sized,
+    S: Sink,
+{
+    /// Before the first attempt: the attempts get ready, the breaker
+    /// admits the run, `--stagger` spreads a fleet's first attempts.
+    async fn begin(&mut self) -> Result<(), Ending> {
+        // `--replay-stdin` reads stdin here, under the deadline and signals;
+        // the breaker hears nothing of a run that ends here.
+        if let Err(why) = self.attempt.prepare(self.deadline, self.signals).await {
+            return Err(unready(why, self.max, self.log));
+        }
+        // Hook 1: the group's circuit breaker may refuse the whole run.
+        match self
+            .state
+            .admit(self.log, self.signals, self.deadline)
+            .await
+        {
+            Ok(Gate::Run) => {}
+            Ok(Gate::Refused(why)) => {
+                return Err(stopped(Stop::Refused(why), 0, self.max, self.log));
+            }
+            Err(stop) => return Err(stopped(stop, 0, self.max, self.log)),
+        }
+        // --stagger: a fleet started in the same instant (one cron minute)
+        // spreads its first attempts. Never past --max-time; an interrupt ends it.
+        if let Some(spread) = self.policy.stagger {
+            let delay = wait::stagger(Some(spread), self.rng);
+            self.log.emit(&Event::Stagger { delay, spread });
+            let now = self.clock.now();
+            let mut wake = now.checked_add(delay).unwrap_or(now);
+            if let Some(d) = self.deadline {
+                wake = wake.min(d);
+            }
+            tokio::select! {
+                () = self.clock.sleep_until(wake) => {}
+                sig = self.signals.next_interrupt() => {
+                    return Err(interrupted_in_wait(sig as i32, 0, self.max, self.log));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Attempt `number`, under the earlier of `--timeout` and `--max-time`,
+    /// judged.
+    async fn attempt(&mut self, number: u32, previous_exit: Option<u8>) -> Tried {
+        self.log.emit(&Event::AttemptStart {
             attempt: number,
-            max,
+            max: self.max,
         });
-        let began = clock.now();
-        let limit = policy
+        let began = self.clock.now();
+        let limit = self
+            .policy
             .timeout
             .and_then(|t| began.checked_add(t))
             .map(|at| (at, Limit::Attempt));
         let ctx = Context {
             number,
-            max,
+            max: self.max,
             previous_exit,
-            deadline: earliest(limit, deadline.map(|at| (at, Limit::Deadline))),
+            deadline: earliest(limit, self.deadline.map(|at| (at, Limit::Deadline))),
         };
-        let status = attempt.run(&ctx, signals).await;
-        let details = attempt.details();
+        let status = self.attempt.run(&ctx, self.signals).await;
+        let details = self.attempt.details();
         let ran = details
             .duration
-            .unwrap_or_else(|| clock.now().saturating_duration_since(began));
+            .unwrap_or_else(|| self.clock.now().saturating_duration_since(began));
         for note in &details.notes {
-            log.emit(&Event::Note { message: note });
+            self.log.emit(&Event::Note { message: note });
         }
         for warning in &details.warnings {
-            log.emit(&Event::Warning { message: warning });
+            self.log.emit(&Event::Warning { message: warning });
         }
-        let judged = classify_with_output(&status, &details.output, &policy.rules);
+        let judged = classify_with_output(&status, &details.output, &self.policy.rules);
         let verdict = if details.reader_gone {
             with_reader_gone(judged)
         } else {
             judged
         };
-        previous_exit = Some(exit::code(&status, Verdict::Retryable));
+        Tried {
+            number,
+            status,
+            details,
+            judged,
+            verdict,
+            ran,
+        }
+    }
 
-        let finish = |end, reason: &str, log: &mut S, status: Status| {
-            ended(end, status, verdict, reason, number, max, log)
-        };
-        let report = |log: &mut S, next| {
-            log.emit(&Event::Attempt {
-                attempt: number,
-                max,
-                status: &status,
-                verdict,
-                duration: ran,
-                next,
-            });
-        };
-        // Hook 2: the outcome counts against (or refills) the group's budget.
-        match state
-            .record(verdict == Verdict::Success, log, signals, deadline)
-            .await
-        {
-            Ok(()) => {}
-            Err(Stop::Deadline) => {
-                report(log, None);
-                return finish(End::Deadline, STORE_DEADLINE, log, status);
+    /// Why the run stops after `tried`, in words.
+    fn reason(&self, tried: &Tried, stop: AfterStop) -> String {
+        let status = &tried.status;
+        let reason = match stop {
+            AfterStop::Success => String::new(),
+            AfterStop::Interrupted(sig) => format!(
+                "interrupted by {} during attempt {}",
+                crate::classify::signal_name(sig),
+                of_max(tried.number, self.max)
+            ),
+            AfterStop::DeadlineDuringAttempt => "--max-time ran out during the attempt".to_string(),
+            AfterStop::Permanent if tried.judged == Verdict::Retryable => {
+                explain_reader_gone(status)
             }
-            Err(stop) => return stopped(stop, number, max, log),
+            AfterStop::Permanent => {
+                explain_with_output(status, &tried.details.output, &self.policy.rules)
+            }
+            AfterStop::Exhausted => format!("no attempts left (last: {status})"),
+            AfterStop::Deadline(why) => why.reason(),
+        };
+        match &tried.details.hint {
+            Some(hint) => format!("{reason}; {hint}"),
+            None => reason,
         }
+    }
 
-        match verdict {
-            // --restart-on-success: a success is followed by another
-            // attempt, after a backoff like a failure's.
-            Verdict::Success if policy.restart_on_success => {}
-            Verdict::Success => {
-                report(log, None);
-                return finish(End::Success, "", log, status);
-            }
-            Verdict::Permanent => {
-                report(log, None);
-                let (end, reason) = match &status {
-                    Status::Interrupted(sig) => (
-                        End::Interrupted,
-                        format!(
-                            "interrupted by {} during attempt {}",
-                            crate::classify::signal_name(*sig),
-                            of_max(number, max)
-                        ),
-                    ),
-                    s if s.stopped_by_deadline() => (
-                        End::Deadline,
-                        "--max-time ran out during the attempt".to_string(),
-                    ),
-                    _ if judged == Verdict::Retryable => {
-                        (End::Permanent, explain_reader_gone(&status))
-                    }
-                    _ => (
-                        End::Permanent,
-                        explain_with_output(&status, &details.output, &policy.rules),
-                    ),
-                };
-                return finish(end, &reason, log, status);
-            }
-            Verdict::Retryable => {}
-        }
+    /// The attempt's line in the log, with the wait that follows it if any.
+    fn report(&mut self, tried: &Tried, next: Option<Wait>) {
+        self.log.emit(&Event::Attempt {
+            attempt: tried.number,
+            max: self.max,
+            status: &tried.status,
+            verdict: tried.verdict,
+            duration: tried.ran,
+            next,
+        });
+    }
 
-        if max.is_some_and(|m| number >= m) {
-            report(log, None);
-            if verdict == Verdict::Success {
-                return finish(End::Success, "", log, status);
-            }
-            let reason = format!("no attempts left (last: {status})");
-            return finish(End::Exhausted, &reason, log, status);
-        }
-        if let Some(after) = policy.reset_after
-            && ran >= after
-        {
-            log.emit(&Event::Reset {
-                attempt: number,
-                up: ran,
-                after,
-            });
-            backoff.reset();
-        }
-        let step = backoff.next(rng);
-        let now = clock.now();
-        let retry_after = status.retry_after();
-        let own = wait::Input {
-            step,
-            retry_after,
-            now,
-            deadline,
-            pace_slot: None,
-        };
-        let delay = match wait::decide(own) {
-            Decision::Sleep { delay, .. } => delay,
-            Decision::GiveUp(why) => {
-                report(log, None);
-                return finish(End::Deadline, &why.reason(), log, status);
-            }
-        };
+    /// The run ends after `tried`: its line, then the end.
+    fn end(&mut self, tried: Tried, end: End, reason: impl Into<Cow<'static, str>>) -> Ending {
+        self.report(&tried, None);
+        ended(
+            end,
+            tried.status,
+            tried.verdict,
+            reason,
+            tried.number,
+            self.max,
+            self.log,
+        )
+    }
+
+    /// The wait before the next attempt: the group's word on it (budget,
+    /// pace slot), the `--on-retry` hook, then the wait itself, which a
+    /// signal ends; the run's end if the next attempt may not start.
+    async fn wait(&mut self, tried: Tried, retry: Retry<Instant>) -> Result<(), Ending> {
+        let deadline = self.deadline;
         // Hook 3: the group's budget must allow the retry, and its pace may
         // push the start to a later slot (never past --max-time).
-        let slot = match state.plan(delay, log, signals, deadline).await {
+        let now = self.clock.now();
+        let slot = match self
+            .state
+            .plan(retry.delay, self.log, self.signals, deadline)
+            .await
+        {
             // The group's slot, when pacing pushes the start past the
             // retry's own backoff.
-            Ok(Next::Go { wait, paced }) => (!paced.is_zero())
-                .then(|| clock.now().checked_add(wait))
+            Ok(Next3::Go { wait, paced }) => (!paced.is_zero())
+                .then(|| self.clock.now().checked_add(wait))
                 .flatten(),
-            Ok(Next::BudgetSpent { tokens, max: of }) => {
-                report(log, None);
+            Ok(Next3::BudgetSpent { tokens, max: of }) => {
                 let reason = format!(
                     "the group's retry budget is spent ({tokens} of {of} tokens; retries need more than {})",
                     of / 2.0
                 );
-                return finish(End::Refused, &reason, log, status);
+                return Err(self.end(tried, End::Refused, reason));
             }
-            Ok(Next::PastDeadline { wait }) => {
-                report(log, None);
+            Ok(Next3::PastDeadline { wait }) => {
+                let left = deadline.map_or(Duration::ZERO, |d| d.saturating_duration_since(now));
                 let reason = format!(
                     "the group's next pace slot is after --max-time ({} from now, {} left)",
                     human(wait),
-                    human(deadline.map_or(Duration::ZERO, |d| d.saturating_duration_since(now)))
+                    human(left)
                 );
-                return finish(End::Deadline, &reason, log, status);
+                return Err(self.end(tried, End::Deadline, reason));
             }
-            Err(Stop::Deadline) => {
-                report(log, None);
-                return finish(End::Deadline, STORE_DEADLINE, log, status);
-            }
-            Err(stop) => return stopped(stop, number, max, log),
+            Err(Stop::Deadline) => return Err(self.end(tried, End::Deadline, STORE_DEADLINE)),
+            Err(stop) => return Err(stopped(stop, tried.number, self.max, self.log)),
         };
         // The wait itself, the pace slot included, from the one place that
         // decides waits.
-        let now = clock.now();
-        let (wake, delay, wait) = match wait::decide(wait::Input {
-            now,
-            pace_slot: slot,
-            ..own
-        }) {
+        let (wake, delay, wait) = match retry.with_slot(slot) {
             Decision::Sleep { until, delay, wait } => (until, delay, wait),
-            Decision::GiveUp(why) => {
-                report(log, None);
-                return finish(End::Deadline, &why.reason(), log, status);
-            }
+            Decision::GiveUp(why) => return Err(self.end(tried, End::Deadline, why.reason())),
         };
-        report(
-            log,
-            Some(Wait {
-                delay: wait,
-                ceiling: step.ceiling,
-                jitter: policy.delay.jitter.name(),
-                paced: wait.saturating_sub(delay),
-            }),
-        );
+        let planned = Wait {
+            delay: wait,
+            ceiling: retry.step.ceiling,
+            jitter: self.policy.delay.jitter.name(),
+            paced: wait.saturating_sub(delay),
+        };
+        self.report(&tried, Some(planned));
         // --on-retry, after a failure: the wait runs on meanwhile (the next
         // attempt starts at `wake`, or when the hook ends if that is later).
-        let hook = if verdict == Verdict::Success {
+        let hook = if tried.verdict == Verdict::Success {
             None
         } else {
+            // What the failed attempt left behind that the next one's follows.
+            if let Some(line) = self.attempt.retrying() {
+                self.log.emit(&Event::Warning { message: &line });
+            }
             let failed = Failed {
-                attempt: number,
-                exit_code: match status {
+                attempt: tried.number,
+                exit_code: match tried.status {
                     Status::Exited(code) => Some(code),
                     _ => None,
                 },
                 next: wait,
             };
-            between.failed(&failed, deadline, signals).await
+            self.between.failed(&failed, deadline, self.signals).await
         };
         if let Some(Err(why)) = &hook {
-            log.emit(&Event::Warning { message: why });
+            self.log.emit(&Event::Warning { message: why });
         }
-        if let Some(sig) = signals.interrupted() {
-            return interrupted_in_wait(sig as i32, number, max, log);
+        if let Some(sig) = self.signals.interrupted() {
+            return Err(interrupted_in_wait(
+                sig as i32,
+                tried.number,
+                self.max,
+                self.log,
+            ));
         }
-        if hook.is_some() && deadline.is_some_and(|d| clock.now() >= d) {
-            return finish(
+        if hook.is_some() && deadline.is_some_and(|d| self.clock.now() >= d) {
+            let reason = "--max-time ran out during the --on-retry command";
+            return Err(ended(
                 End::Deadline,
-                "--max-time ran out during the --on-retry command",
-                log,
-                status,
-            );
+                tried.status,
+                tried.verdict,
+                reason,
+                tried.number,
+                self.max,
+                self.log,
+            ));
         }
         // The countdown lives only while no child runs, and is erased before
         // anything else is logged. It counts the whole wait, Retry-After included.
         let left = match hook {
             None => wait,
-            Some(_) => wake.saturating_duration_since(clock.now()),
+            Some(_) => wake.saturating_duration_since(self.clock.now()),
         };
-        let countdown = log.countdown(left, number.saturating_add(1), max);
+        let countdown = self
+            .log
+            .countdown(left, tried.number.saturating_add(1), self.max);
         let interrupt = tokio::select! {
-            () = clock.sleep_until(wake) => None,
-            sig = signals.next_interrupt() => Some(sig),
+            () = self.clock.sleep_until(wake) => None,
+            sig = self.signals.next_interrupt() => Some(sig),
         };
         drop(countdown);
-        if let Some(sig) = interrupt {
-            return interrupted_in_wait(sig as i32, number, max, log);
+        match interrupt {
+            Some(sig) => Err(interrupted_in_wait(
+                sig as i32,
+                tried.number,
+                self.max,
+                self.log,
+            )),
+            None => Ok(()),
         }
     }
 }
@@ -371,18 +442,18 @@ const STORE_DEADLINE: &str = "--max-time ran out while asking the shared state s
 
 /// The run ends on shared state's word: a refusal, an interrupt or the
 /// deadline while the store was asked, or a required store that failed.
-fn stopped<S: Sink>(stop: Stop, attempts: u32, max: Option<u32>, log: &mut S) -> Finish {
+fn stopped<S: Sink>(stop: Stop, attempts: u32, max: Option<u32>, log: &mut S) -> Ending {
     let (end, status, reason) = match stop {
         Stop::Interrupted(sig) => return interrupted_in_wait(sig as i32, attempts, max, log),
         Stop::Refused(why) => (End::Refused, Status::Exited(exit::REFUSED.into()), why),
         Stop::Deadline => (End::Deadline, past_deadline(), STORE_DEADLINE.to_string()),
         Stop::Failed(why) => (End::Permanent, Status::Exited(exit::INTERNAL.into()), why),
     };
-    ended(end, status, Verdict::Permanent, &reason, attempts, max, log)
+    ended(end, status, Verdict::Permanent, reason, attempts, max, log)
 }
 
 /// The run ends before its first attempt: the attempts could not get ready.
-fn unready<S: Sink>(why: Unready, max: Option<u32>, log: &mut S) -> Finish {
+fn unready<S: Sink>(why: Unready, max: Option<u32>, log: &mut S) -> Ending {
     let (end, status, reason) = match why {
         Unready::Deadline(reason) => (End::Deadline, past_deadline(), reason),
         Unready::Interrupted(sig, reason) => {
@@ -394,10 +465,10 @@ fn unready<S: Sink>(why: Unready, max: Option<u32>, log: &mut S) -> Finish {
             reason,
         ),
     };
-    ended(end, status, Verdict::Permanent, &reason, 0, max, log)
+    ended(end, status, Verdict::Permanent, reason, 0, max, log)
 }
 
-fn interrupted_in_wait<S: Sink>(sig: i32, attempts: u32, max: Option<u32>, log: &mut S) -> Finish {
+fn interrupted_in_wait<S: Sink>(sig: i32, attempts: u32, max: Option<u32>, log: &mut S) -> Ending {
     let reason = format!(
         "interrupted by {} while waiting to start attempt {}",
         crate::classify::signal_name(sig),
@@ -408,7 +479,7 @@ fn interrupted_in_wait<S: Sink>(sig: i32, attempts: u32, max: Option<u32>, log: 
         End::Interrupted,
         status,
         Verdict::Permanent,
-        &reason,
+        reason,
         attempts,
         max,
         log,
@@ -429,25 +500,26 @@ fn ended<S: Sink>(
     end: End,
     status: Status,
     verdict: Verdict,
-    reason: &str,
+    reason: impl Into<Cow<'static, str>>,
     attempts: u32,
     max: Option<u32>,
     log: &mut S,
-) -> Finish {
-    let exit_code = exit::code(&status, verdict);
+) -> Ending {
+    let ending = Ending {
+        end,
+        attempts,
+        exit_code: exit::code(&status, verdict),
+        reason: reason.into(),
+        last_status: (attempts > 0).then_some(status),
+        // Only the budget refuses once attempts have run (the breaker
+        // refuses before the first), and its refusal ends the run.
+        retries_refused: u32::from(end == End::Refused && attempts > 0),
+    };
     log.emit(&Event::Done {
-        end,
-        attempts,
+        ending: &ending,
         max,
-        exit_code,
-        reason,
     });
-    Finish {
-        status,
-        end,
-        attempts,
-        exit_code,
-    }
+    ending
 }
 
 fn earliest(a: Option<(Instant, Limit)>, b: Option<(Instant, Limit)>) -> Option<(Instant, Limit)> {

@@ -98,7 +98,7 @@ impl Sink for Recorder {
     fn emit(&mut self, event: &Event<'_>) {
         match event {
             Event::Attempt { next: Some(w), .. } => self.waits.push(*w),
-            Event::Done { end, .. } => self.end = Some(*end),
+            Event::Done { ending, .. } => self.end = Some(ending.end),
             _ => {}
         }
     }
@@ -149,7 +149,11 @@ pub fn render(
         let _ = writeln!(s, "command: {}", shell_line(command));
     }
     if let Some(m) = policy.max_time {
-        let _ = writeln!(s, "deadline: --max-time {}", human(m));
+        let _ = writeln!(
+            s,
+            "deadline: --max-time {}; a wait that would pass it is drawn again in the time left",
+            human(m)
+        );
     }
     if let Some(spread) = policy.stagger {
         // The run's first draw, as a real run with this seed makes it.
@@ -188,7 +192,7 @@ pub fn render(
     if sched.cut_by_deadline {
         let _ = writeln!(
             s,
-            "the next retry would start after --max-time: retry gives up there"
+            "the next retry would start after --max-time, with too little time left to draw it again: retry gives up there"
         );
     }
     match sched.more {
@@ -257,7 +261,17 @@ mod tests {
             &mut StdRng::seed_from_u64(1),
         );
         assert!(sched.cut_by_deadline);
-        assert_eq!(sched.rows.len(), 3);
+        // 1s, 2s, 4s; 8s drawn again to end 8s/60 before the deadline.
+        let delays: Vec<Duration> = sched.rows.iter().map(|r| r.delay).collect();
+        assert_eq!(
+            delays,
+            [
+                Duration::from_secs(1),
+                Duration::from_secs(2),
+                Duration::from_secs(4),
+                Duration::from_nanos(2_866_666_667)
+            ]
+        );
     }
 
     #[test]

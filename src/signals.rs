@@ -195,6 +195,13 @@ impl Signals {
         if let Some(sig) = self.interrupted {
             return sig;
         }
+        self.next_terminating().await
+    }
+
+    /// The next terminating signal that arrives from now on, one caught
+    /// before not counted (the second Ctrl-C that cuts the end-of-run
+    /// reports short); Ctrl-Z still suspends retry meanwhile.
+    pub async fn next_terminating(&mut self) -> Signal {
         loop {
             let sig = self.recv().await;
             if is_terminating(sig) {

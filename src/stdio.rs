@@ -6,7 +6,8 @@
 //! say), and recorded here: each child gets it closed again, as it would
 //! have been without retry in between, and HTTP mode tells a closed stdout
 //! (the body cannot be delivered: exit 23, as curl) from one sent to
-//! /dev/null on purpose.
+//! /dev/null on purpose. In command mode a closed stdout is a reader gone
+//! from the start: a failure is not retried.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -53,12 +54,14 @@ pub fn closed_at_start() -> [bool; 3] {
     [0, 1, 2].map(was_closed)
 }
 
-/// Whether retry's stdout is a pipe (or socket) whose reader has gone: a
-/// write would fail with EPIPE. poll reports POLLERR for the write end of a
-/// pipe without readers; a terminal, a file or /dev/null never say so.
+/// Whether nothing reads retry's stdout: it was closed at start (`>&-`:
+/// there never was a reader), or it is a pipe (or socket) whose reader has
+/// gone, where a write would fail with EPIPE. poll reports POLLERR for the
+/// write end of a pipe without readers; a terminal, a file or /dev/null
+/// never say so.
 pub fn stdout_reader_gone() -> bool {
     if was_closed(1) {
-        return false;
+        return true;
     }
     let mut pfd = libc::pollfd {
         fd: 1,

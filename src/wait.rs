@@ -6,6 +6,11 @@
 //! all call [`decide`]; nothing else computes a wait. It is generic over the
 //! time type ([`Moment`]): real runs pass `Instant`s, the simulator passes
 //! virtual time as a `Duration` since its start.
+//!
+//! With `--max-time`, a wait that would start the next attempt too late is
+//! drawn again inside the time left, from the same jitter shrunk to fit (see
+//! `fit`), so a run uses the time it was given without a fleet's last
+//! attempts all landing on the deadline.
 
 use std::time::{Duration, Instant};
 
@@ -39,7 +44,7 @@ impl Moment for Duration {
 }
 
 /// Everything one wait depends on.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Input<T> {
     /// The jittered backoff step drawn for this retry.
     pub step: Step,
@@ -74,7 +79,8 @@ pub enum Decision<T> {
 pub enum GiveUp {
     /// The server asked for a wait that ends at or past the deadline.
     RetryAfterPastDeadline { after: Duration, left: Duration },
-    /// The next attempt would start at or past the deadline.
+    /// The next attempt would start at or past the deadline, and too little
+    /// time is left to draw the wait again (see `fit`).
     PastDeadline { wait: Duration, left: Duration },
     /// The group's next free slot lies at or past the deadline.
     PaceSlotPastDeadline { wait: Duration, left: Duration },
@@ -90,7 +96,7 @@ impl GiveUp {
                 human(left)
             ),
             GiveUp::PastDeadline { wait, left } => format!(
-                "the next attempt would start after --max-time ({} from now, {} left)",
+                "the next attempt would start after --max-time ({} from now, {} left, too little to draw a shorter wait)",
                 human(wait),
                 human(left)
             ),
@@ -118,8 +124,22 @@ pub fn stagger<R: rand::Rng + ?Sized>(spread: Option<Duration>, rng: &mut R) -> 
 /// saturates to this instead of overflowing.
 const FAR: Duration = Duration::from_secs(u32::MAX as u64);
 
-/// Decide the wait before the next attempt. A wait that would end at the
-/// deadline or later means giving up now: no sleep runs past `--max-time`.
+/// Below this share of the top of a step's range (a sixth: 5s once the
+/// default 30s cap is reached), the time left is too little to draw a wait
+/// again: the wait stays as drawn, and if it crosses the deadline the run
+/// ends. Above it, waits are drawn again (see `fit`), so a run's last
+/// attempt starts in the last sixth of the range's top before the deadline,
+/// and a fleet's last attempts spread over that time.
+const ROOM_SHARE: u32 = 6;
+
+/// A redrawn wait ends at least this share of the top of the step's range
+/// before the deadline (a sixtieth: 0.5s under a 30s cap), so the attempt it
+/// leads to has time to run, even under `--jitter none`.
+const MARGIN_SHARE: u32 = 60;
+
+/// Decide the wait before the next attempt. No sleep runs past
+/// `--max-time`: a wait that would is drawn again inside the time left
+/// (`fit`), or, with too little left for that, means giving up now.
 pub fn decide<T: Moment>(input: Input<T>) -> Decision<T> {
     let Input {
         step,
@@ -143,7 +163,9 @@ pub fn decide<T: Moment>(input: Input<T>) -> Decision<T> {
     // shorter would all return at that instant, in one wave. Added, they
     // spread over [after, after + ceiling] as the jitter kind spreads any
     // other retry.
-    let delay = retry_after.map_or(step.delay, |after| after.saturating_add(step.delay));
+    let after = retry_after.unwrap_or(Duration::ZERO);
+    let jitter = deadline.map_or(step.delay, |d| fit(&step, after, left(d)));
+    let delay = after.saturating_add(jitter);
     let own = now.checked_plus(delay);
     if let (Some(slot), Some(d)) = (pace_slot, deadline)
         && slot >= d
@@ -173,6 +195,67 @@ pub fn decide<T: Moment>(input: Input<T>) -> Decision<T> {
     }
 }
 
+/// The step's delay, fitted to the `left` until the deadline when the
+/// Retry-After floor `after` comes first. A delay that would start the next
+/// attempt less than the margin ([`MARGIN_SHARE`]) before the deadline, or
+/// after it, is drawn again from the step's range shrunk to end at that
+/// margin: the same jitter shape, only narrower. With less than
+/// [`ROOM_SHARE`] of the range's top left, the delay stays as drawn.
+fn fit(step: &Step, after: Duration, left: Duration) -> Duration {
+    if left < step.high / ROOM_SHARE {
+        return step.delay;
+    }
+    let window = left
+        .saturating_sub(step.high / MARGIN_SHARE)
+        .saturating_sub(after);
+    if step.delay <= window {
+        return step.delay;
+    }
+    redraw(step, window)
+}
+
+/// A delay from `step`'s range scaled down to end at `window`, given that
+/// the step's delay lies beyond `window` (`step.delay > window`).
+///
+/// The part of the first draw past `window` is itself uniform, so it serves
+/// as a fresh draw: the new delay is as random as one drawn anew, and the
+/// run's RNG stream is left as it was, so a seed's schedule stays the same
+/// up to the first redraw and a real run, `--dry-run` and a simulation
+/// agree on every wait.
+fn redraw(step: &Step, window: Duration) -> Duration {
+    // Ranges beyond u64 nanoseconds (584 years) are taken at that width, as
+    // `backoff` draws them.
+    let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+    let (low, high, delay, w) = (
+        nanos(step.low),
+        nanos(step.high),
+        nanos(step.delay),
+        nanos(window),
+    );
+    if high <= w {
+        return window;
+    }
+    // The range shrunk by w/high: [low', w].
+    let low_fit = scale(low, w, high);
+    // Where the first draw lay in the part of its range beyond w, as a
+    // fraction of that part, placed at the same fraction of [low', w].
+    let from = low.max(w);
+    let beyond = delay.saturating_sub(from);
+    let span = high - from;
+    let fitted = if span == 0 {
+        low_fit
+    } else {
+        low_fit + scale(beyond.min(span), w - low_fit, span)
+    };
+    Duration::from_nanos(fitted)
+}
+
+/// `x * num / den`, rounded down; with `x <= den` it is at most `num`.
+fn scale(x: u64, num: u64, den: u64) -> u64 {
+    let v = u128::from(x) * u128::from(num) / u128::from(den.max(1));
+    u64::try_from(v).unwrap_or(u64::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,6 +269,8 @@ mod tests {
             step: Step {
                 retry: 1,
                 ceiling: ms(delay),
+                low: ms(delay),
+                high: ms(delay),
                 delay: ms(delay),
             },
             retry_after: None,
@@ -221,19 +306,156 @@ mod tests {
         );
     }
 
+    /// A full-jitter step under a 30s ceiling that drew `delay`, `left`
+    /// before a deadline at 60s.
+    fn full(delay: Duration, left: Duration) -> Input<Duration> {
+        Input {
+            step: Step {
+                retry: 6,
+                ceiling: ms(30_000),
+                low: Duration::ZERO,
+                high: ms(30_000),
+                delay,
+            },
+            retry_after: None,
+            now: ms(60_000) - left,
+            deadline: Some(ms(60_000)),
+            pace_slot: None,
+        }
+    }
+
+    fn sleep_of(d: Decision<Duration>) -> Duration {
+        match d {
+            Decision::Sleep { delay, wait, .. } => {
+                assert_eq!(delay, wait);
+                delay
+            }
+            other => panic!("expected a sleep, got {other:?}"),
+        }
+    }
+
     #[test]
-    fn a_wait_ending_at_the_deadline_gives_up() {
-        let mut i = input(400, 600);
-        i.deadline = Some(ms(1000));
+    fn a_wait_crossing_the_deadline_is_drawn_again_inside_the_time_left() {
+        // 20s drawn from [0, 30s] with 10s left: the part of the draw past
+        // the 9.5s window (10.5s of 20.5s) is placed as far into it.
+        let d = decide(full(ms(20_000), ms(10_000)));
+        assert_eq!(sleep_of(d), Duration::from_nanos(4_865_853_658));
+        // The deadline alone made the difference: without it, 20s.
+        let mut no_deadline = full(ms(20_000), ms(10_000));
+        no_deadline.deadline = None;
+        assert_eq!(sleep_of(decide(no_deadline)), ms(20_000));
+    }
+
+    #[test]
+    fn a_wait_ending_within_the_margin_is_drawn_again_and_one_before_it_is_kept() {
+        // The margin under a 30s range is 0.5s: with 10s left, 9.5s is kept.
+        assert_eq!(sleep_of(decide(full(ms(9_500), ms(10_000)))), ms(9_500));
         assert_eq!(
-            decide(i),
+            sleep_of(decide(full(ms(9_700), ms(10_000)))),
+            Duration::from_nanos(92_682_926)
+        );
+    }
+
+    #[test]
+    fn without_jitter_the_last_attempt_starts_a_margin_before_the_deadline() {
+        // 10s fixed, 3s left: the wait becomes 3s less 10s/60.
+        let mut i = input(10_000, 0);
+        i.deadline = Some(ms(3_000));
+        assert_eq!(sleep_of(decide(i)), Duration::from_nanos(2_833_333_334));
+    }
+
+    #[test]
+    fn equal_jitter_below_its_range_keeps_its_shape_shrunk() {
+        // [15s, 30s] shrunk to end at 9.5s is [4.75s, 9.5s]; 27s lay at 4/5
+        // of the range, and so does 8.55s.
+        let mut i = full(ms(27_000), ms(10_000));
+        i.step.low = ms(15_000);
+        assert_eq!(sleep_of(decide(i)), ms(8_550));
+    }
+
+    #[test]
+    fn too_little_time_left_keeps_the_old_rule() {
+        // Under a 30s range, 5s is the least left to draw again: with
+        // 4.9s, a wait past the deadline gives up, one before it is slept.
+        assert_eq!(
+            sleep_of(decide(full(ms(20_000), ms(5_000)))),
+            Duration::from_nanos(2_735_294_117)
+        );
+        let d = decide(full(ms(20_000), ms(4_900)));
+        assert_eq!(
+            d,
             Decision::GiveUp(GiveUp::PastDeadline {
-                wait: ms(400),
-                left: ms(400)
+                wait: ms(20_000),
+                left: ms(4_900)
             })
         );
-        i.deadline = Some(ms(1001));
-        assert!(matches!(decide(i), Decision::Sleep { .. }));
+        if let Decision::GiveUp(g) = d {
+            assert_eq!(
+                g.reason(),
+                "the next attempt would start after --max-time (20s from now, 4s 900ms left, too little to draw a shorter wait)"
+            );
+        }
+        assert_eq!(sleep_of(decide(full(ms(4_800), ms(4_900)))), ms(4_800));
+        // The old rule's edge: a wait ending at the deadline gives up.
+        assert!(matches!(
+            decide(full(ms(4_900), ms(4_900))),
+            Decision::GiveUp(GiveUp::PastDeadline { .. })
+        ));
+    }
+
+    #[test]
+    fn a_redrawn_wait_keeps_the_retry_after_floor() {
+        // 4s asked, 10s left: the jitter is drawn again in 10 - 0.5 - 4s.
+        let mut i = full(ms(20_000), ms(10_000));
+        i.retry_after = Some(ms(4_000));
+        assert_eq!(
+            sleep_of(decide(i)),
+            ms(4_000) + Duration::from_nanos(3_255_102_040)
+        );
+        // A floor ending inside the margin leaves no jitter at all.
+        i.retry_after = Some(ms(9_800));
+        assert_eq!(sleep_of(decide(i)), ms(9_800));
+    }
+
+    /// Fitted waits of `n` steps drawn from [low, high] by a seeded RNG, in
+    /// seconds, for a run with `left` to go; only draws past the window count,
+    /// as only they are drawn again.
+    fn fitted(low: Duration, high: Duration, left: Duration, n: usize) -> Vec<f64> {
+        let mut rng = crate::rng::seeded(29);
+        let span = (high - low).as_nanos() as u64;
+        let mut out = Vec::new();
+        while out.len() < n {
+            let delay = low + Duration::from_nanos(crate::rng::up_to(&mut rng, span));
+            let step = Step {
+                retry: 1,
+                ceiling: high,
+                low,
+                high,
+                delay,
+            };
+            if delay > left - high / MARGIN_SHARE {
+                out.push(fit(&step, Duration::ZERO, left).as_secs_f64());
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn redrawn_waits_spread_as_the_jitter_does_not_onto_the_deadline() {
+        use crate::backoff::tests::{ks_critical, ks_statistic};
+        use statrs::distribution::Uniform;
+        let n = 5000;
+        // Full jitter under 30s with 10s left: uniform over [0, 9.5s].
+        let full = fitted(Duration::ZERO, ms(30_000), ms(10_000), n);
+        let d = ks_statistic(full.clone(), &Uniform::new(0.0, 9.5).expect("bounds"));
+        assert!(d < ks_critical(n), "KS statistic {d}");
+        // The test has power: the same waits are not bunched at the end.
+        let wrong = ks_statistic(full, &Uniform::new(4.75, 9.5).expect("bounds"));
+        assert!(wrong > ks_critical(n));
+        // Equal jitter [15s, 30s] with 10s left: uniform over [4.75s, 9.5s].
+        let equal = fitted(ms(15_000), ms(30_000), ms(10_000), n);
+        let d = ks_statistic(equal, &Uniform::new(4.75, 9.5).expect("bounds"));
+        assert!(d < ks_critical(n), "KS statistic {d}");
     }
 
     #[test]
@@ -293,6 +515,8 @@ mod tests {
             step: Step {
                 retry: 1,
                 ceiling: Duration::MAX,
+                low: Duration::MAX,
+                high: Duration::MAX,
                 delay: Duration::MAX,
             },
             retry_after: None,
@@ -303,6 +527,42 @@ mod tests {
         match decide(i) {
             Decision::Sleep { until, .. } => assert!(until > now),
             other => panic!("expected a sleep, got {other:?}"),
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_deadline_never_lengthens_a_wait_and_ends_a_run_only_when_too_little_is_left(
+            low in 0u64..40_000,
+            width in 0u64..40_000,
+            at in 0.0f64..=1.0,
+            left in 1u64..80_000,
+        ) {
+            let (low, high) = (ms(low), ms(low + width));
+            let delay = low + (high - low).mul_f64(at);
+            let i = Input {
+                step: Step { retry: 3, ceiling: high, low, high, delay },
+                retry_after: None,
+                now: ms(100_000),
+                deadline: Some(ms(100_000 + left)),
+                pace_slot: None,
+            };
+            match decide(i) {
+                Decision::Sleep { delay: d, .. } => {
+                    proptest::prop_assert!(d <= delay);
+                    proptest::prop_assert!(d < ms(left));
+                    if d < delay {
+                        // Drawn again: inside the range shrunk to end a
+                        // margin before the deadline.
+                        let w = ms(left) - high / MARGIN_SHARE;
+                        proptest::prop_assert!(d <= w && d >= low.mul_f64(w.as_secs_f64() / high.as_secs_f64()) - Duration::from_nanos(1));
+                    }
+                }
+                Decision::GiveUp(GiveUp::PastDeadline { .. }) => {
+                    proptest::prop_assert!(ms(left) < high / ROOM_SHARE && delay >= ms(left));
+                }
+                other => proptest::prop_assert!(false, "{:?}", other),
+            }
         }
     }
 

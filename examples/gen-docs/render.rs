@@ -68,9 +68,9 @@ fn storm() -> Vec<u8> {
         panic!("the chart's flags ask for a simulation");
     };
     let seed = config.policy.seed.expect("the chart's flags give a seed");
-    let runs = retry_tool::sim::cmd::runs(&config.policy, sim, || retry_tool::rng::seeded(seed));
-    let title = retry_tool::sim::cmd::heading(&config.policy, sim, seed);
-    let frame = retry_tool::sim::cmd::frame(&title, &config.policy, sim);
+    let runs = retry_tool::sim::runs::runs(&config.policy, sim, || retry_tool::rng::seeded(seed));
+    let title = retry_tool::sim::runs::heading(&config.policy, sim, seed);
+    let frame = retry_tool::sim::runs::frame(&title, &config.policy, sim);
     retry_tool::sim::plot::svg(&frame, &runs)
         .expect("drawing to memory cannot fail")
         .into_bytes()
@@ -173,7 +173,7 @@ fn our_sections(cmd: &clap::Command) -> Roff {
     section(&mut r, "DURATIONS");
     para(
         &mut r,
-        "DUR is a number of seconds in any form sleep(1) and timeout(1) accept (30, 0.25, .5, 1e-3, 2.5e1), optionally followed by s, m, h or d, or a duration with units such as 250ms, 1.5s, 2m or 1h 30m. Any number of decimals is read exactly, and a positive value below a nanosecond counts as one nanosecond, never as zero. Negative durations are refused. For --timeout and --max-time, 0 and inf (or infinity) mean no limit.",
+        "DUR is a number of seconds in any form sleep(1) and timeout(1) accept (30, 0.25, .5, 1e-3, 2.5e1), optionally followed by s, m, h or d, or a duration with units such as 250ms, 1.5s, 2m or 1h 30m (units: ns, us, ms, s, m or min, h, d, w for weeks, month, y; M is refused, as it could mean minutes or months). Any number of decimals is read exactly, and a positive value below a nanosecond counts as one nanosecond, never as zero. Negative durations are refused. For --timeout, --idle-timeout and --max-time, 0 and inf (or infinity) mean no limit.",
     );
 
     section(&mut r, "PROCESSES AND SIGNALS");
@@ -244,6 +244,10 @@ fn our_sections(cmd: &clap::Command) -> Roff {
             "When true, --ci-annotations auto writes a ::warning:: line for each failed attempt and an ::error:: line on giving up, which GitHub Actions shows as annotations.",
         ),
         (
+            "TMPDIR",
+            "Where --hold-output holds output and --replay-stdin keeps a stdin over 8 MiB, instead of /tmp. Used only when it belongs to you or root and others cannot write to it, unless it is sticky as /tmp is.",
+        ),
+        (
             "XDG_STATE_HOME, HOME",
             "Where shared state lives without --state: $XDG_STATE_HOME/retry, else ~/.local/state/retry.",
         ),
@@ -296,8 +300,8 @@ fn our_sections(cmd: &clap::Command) -> Roff {
     );
     example(
         &mut r,
-        "A cron job that retries for up to ten minutes, never retries a bad configuration (exit 78), and mails only the give-up line:",
-        &["*/30 * * * * retry --max-time 10m --stop-on 78 -q -- /usr/local/bin/sync"],
+        "A cron job that retries for up to ten minutes and never retries a bad configuration (exit 78). It prints nothing when the job succeeds, even after failed attempts, so cron mails nothing; when it gives up, cron mails the give-up line and the output of the last attempt:",
+        &["*/30 * * * * retry --hold-output -q --max-time 10m --stop-on 78 -- /usr/local/bin/sync"],
     );
     example(
         &mut r,

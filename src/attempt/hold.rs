@@ -1,160 +1,258 @@
-//! `--hold-output`: an attempt's stdout and stderr kept in a spool instead
-//! of passing through, and written out only if the run does not succeed.
+//! Output held on disk instead of passing through: `--hold-output` (cron
+//! mode: both streams, written out only if the run does not succeed) and
+//! `--last-stdout` (stdout only: the attempt retry exits with, whatever its
+//! fate, so that stdout never carries a retried attempt's bytes).
 //!
-//! The spool is a temporary file in `$TMPDIR` (or `/tmp`), unnamed or
-//! unlinked as soon as it is created: nothing is left behind whatever ends
-//! retry, and however much the command prints, retry's memory stays flat.
-//! The two streams share one file as a sequence of records (which stream,
-//! how long, the bytes), appended in the order retry read them, so writing
-//! it out gives each byte back to its own stream in the original merged
-//! order.
+//! Each attempt's output goes to a [`Spool`], a file in `$TMPDIR` (or
+//! `/tmp`) that is unnamed or unlinked as soon as it is created: nothing is
+//! left behind whatever ends retry, and however much the command prints,
+//! retry's memory stays flat. `--hold-max` bounds the file; what happens at
+//! the bound is the spool's (see `spool`).
 //!
-//! [`Held`] is where the last attempt's spool waits for the end of the run:
-//! each attempt replaces the one before (dropping it), and the end-of-run
-//! output that writes it out takes it from there.
+//! [`Held`] is the run's one place for what is held: each attempt replaces
+//! the spool before it (dropping it: that attempt was retried), and the
+//! end-of-run output that writes the last one out takes it from there. It
+//! also keeps what the run's attempts learned (a `$TMPDIR` that cannot be
+//! used, stdout that stopped being held), for the lines retry logs about
+//! it.
 
-use std::fs::File;
 use std::io;
 use std::os::fd::BorrowedFd;
-use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use nix::errno::Errno;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 
-use crate::human::io_error;
+use crate::classify::CodeSet;
 
-/// The bytes in front of each record: the stream (1 or 2) and the length
-/// of the bytes that follow (u32, little-endian).
-pub const HEADER: usize = 5;
+mod spool;
+pub use spool::{Appended, Count, HEADER, Part, Report, Rules, Spool, Why, WrittenOut};
 
-/// An attempt's output, held.
-#[derive(Debug)]
-pub struct Spool {
-    state: Mutex<State>,
+/// `--hold-max`'s default: the most a spool file holds.
+pub const HOLD_DEFAULT_MAX: u64 = 64 << 20;
+
+/// The smallest `--hold-max`: a tail well beyond how far one stream may run
+/// ahead of the other (a pipe's default 64 KiB and a read).
+pub const HOLD_MIN_MAX: u64 = 1 << 20;
+
+/// What is held, as validated from the flags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HoldOptions {
+    /// `--hold-output`: both streams, written out only if the run fails.
+    pub output: bool,
+    /// `--last-stdout`: stdout is the attempt retry exits with, only.
+    pub last_stdout: bool,
+    /// `--hold-max`: the most one attempt's spool file holds.
+    pub max: u64,
+    /// Exit codes that count as success besides 0 (`--success-on`): a
+    /// success's stdout is released as soon as the attempt ends.
+    pub success_on: CodeSet,
 }
 
-#[derive(Debug)]
-struct State {
-    file: File,
-    /// Bytes of complete records in the file.
-    len: u64,
-    /// Bytes of output that could not be held (the disk was full).
-    lost: u64,
-    error: Option<String>,
+#[cfg(test)]
+impl HoldOptions {
+    /// The options of `--hold-output` (`output`) and `--last-stdout`, with
+    /// the default bound.
+    pub fn given(output: bool, last_stdout: bool) -> HoldOptions {
+        HoldOptions {
+            output,
+            last_stdout,
+            max: HOLD_DEFAULT_MAX,
+            success_on: CodeSet::default(),
+        }
+    }
 }
 
-/// What writing the held output out came to.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct WrittenOut {
-    /// Bytes of output written out.
-    pub written: u64,
-    /// Bytes that were never held, and why.
-    pub lost: Option<(u64, String)>,
-    /// A stream that could not take its bytes (a closed pipe), and why.
-    pub failed: Option<String>,
+/// What an attempt holds, and where.
+#[derive(Debug, Default)]
+pub struct Holding {
+    pub spool: Option<Arc<Spool>>,
+    /// Which streams go to the spool (stdout, stderr).
+    pub streams: [bool; 2],
+    /// The streams must stay apart even when they go to one file: stdout
+    /// comes out on its own (`--last-stdout`).
+    pub apart: bool,
 }
 
-impl Spool {
-    /// A new, empty spool in the temporary directory: see
-    /// [`crate::fsutil::scratch_in_tmpdir`].
-    pub fn create() -> Result<Spool, String> {
-        let file = crate::fsutil::scratch_in_tmpdir()?;
-        Ok(Spool {
-            state: Mutex::new(State {
-                file,
-                len: 0,
-                lost: 0,
-                error: None,
-            }),
-        })
+/// What the run's attempts learned about holding, for the end of the run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Learned {
+    /// The run held nothing: the temporary directory could not be used.
+    pub off: bool,
+    /// `--last-stdout`: the first attempt whose stdout stopped being held
+    /// (it passed through, and so did every later attempt's), and why.
+    pub stdout_passed: Option<(u32, Why)>,
+    /// `--hold-output`: the first attempt whose output passed through
+    /// instead of being held, why, and how many attempts did.
+    pub unheld: Option<(u32, Why, u32)>,
+}
+
+/// Where the run's held output waits for the end of the run. One per run,
+/// shared by the attempts that fill it and the end-of-run output that
+/// writes it out; clones are the same place.
+#[derive(Clone)]
+pub struct Held(Arc<Inner>);
+
+struct Inner {
+    options: HoldOptions,
+    run: Mutex<Run>,
+}
+
+#[derive(Default)]
+struct Run {
+    /// The latest attempt's spool, and its number.
+    spool: Option<(u32, Arc<Spool>)>,
+    /// Made by [`Held::check`] before the first attempt, for it.
+    ready: Option<Spool>,
+    learned: Learned,
+}
+
+impl Held {
+    pub fn new(options: HoldOptions) -> Held {
+        Held(Arc::new(Inner {
+            options,
+            run: Mutex::new(Run::default()),
+        }))
     }
 
-    /// Append one record: `record[HEADER..]` are the bytes `stream` (1 or 2)
-    /// wrote; `record[..HEADER]` is room for the header, filled in here, so
-    /// that a record costs one write. Bytes that cannot be held are counted
-    /// as lost, and the run goes on.
-    pub fn append(&self, stream: u8, record: &mut [u8]) {
-        let n = record.len().saturating_sub(HEADER);
-        if n == 0 {
-            return;
-        }
-        let Ok(len) = u32::try_from(n) else {
-            // Records are at most one read of the pump's buffer.
-            return;
-        };
-        record[0] = stream;
-        record[1..HEADER].copy_from_slice(&len.to_le_bytes());
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if state.error.is_some() {
-            state.lost += n as u64;
-            return;
-        }
-        let at = state.len;
-        match state.file.write_all_at(record, at) {
-            Ok(()) => state.len += record.len() as u64,
+    pub fn options(&self) -> &HoldOptions {
+        &self.0.options
+    }
+
+    fn run(&self) -> std::sync::MutexGuard<'_, Run> {
+        self.0.run.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Before the first attempt: make its spool. When that fails, nothing
+    /// is held in this run (every attempt's output passes through), and
+    /// the error says why.
+    pub fn check(&self) -> Result<(), String> {
+        let mut run = self.run();
+        match Spool::create(self.rules(&run.learned)) {
+            Ok(spool) => {
+                run.ready = Some(spool);
+                Ok(())
+            }
             Err(e) => {
-                state.lost += n as u64;
-                state.error = Some(e.to_string());
+                run.learned.off = true;
+                Err(e)
             }
         }
     }
 
-    /// Bytes of output held so far.
-    pub fn held(&self) -> u64 {
-        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let records = state.len;
-        drop(state);
-        records
+    /// The spool rules for the next attempt.
+    fn rules(&self, learned: &Learned) -> Rules {
+        let o = &self.0.options;
+        Rules {
+            max: o.max,
+            whole_stdout: o.last_stdout,
+            may_cut: o.output,
+            held: [
+                if o.last_stdout {
+                    learned.stdout_passed.is_none()
+                } else {
+                    o.output
+                },
+                o.output,
+            ],
+        }
     }
 
-    /// Write every record out to retry's own stdout (1) or stderr (2), in
-    /// order. A stream that cannot take its bytes (a closed pipe) is
-    /// skipped from then on; the other still gets its own.
-    pub fn write_out(&self) -> WrittenOut {
-        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let mut out = WrittenOut {
-            lost: state.error.as_ref().map(|why| (state.lost, why.clone())),
-            ..WrittenOut::default()
+    /// Attempt `number` starts: what it holds, in place of the attempt
+    /// before (dropped: that attempt is being retried).
+    pub fn begin(&self, number: u32) -> Holding {
+        let mut run = self.run();
+        if let Some((n, old)) = run.spool.take() {
+            learn(&mut run.learned, &self.0.options, n, &old.report());
+        }
+        let rules = self.rules(&run.learned);
+        if run.learned.off || !rules.held.contains(&true) {
+            return Holding::default();
+        }
+        let made = match run.ready.take() {
+            Some(spool) => Ok(spool),
+            None => Spool::create(rules),
         };
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut dead = [false; 3];
-        let mut at = 0u64;
-        while at + HEADER as u64 <= state.len {
-            let mut head = [0u8; HEADER];
-            if let Err(e) = state.file.read_exact_at(&mut head, at) {
-                out.failed = Some(format!("cannot read the held output: {}", io_error(&e)));
-                break;
+        match made {
+            Ok(spool) => {
+                let spool = Arc::new(spool);
+                run.spool = Some((number, Arc::clone(&spool)));
+                Holding {
+                    spool: Some(spool),
+                    streams: rules.held,
+                    apart: self.0.options.last_stdout,
+                }
             }
-            let stream = usize::from(head[0]).clamp(1, 2);
-            let mut left = u64::from(u32::from_le_bytes([head[1], head[2], head[3], head[4]]));
-            at += HEADER as u64;
-            while left > 0 {
-                let take = left.min(buf.len() as u64) as usize;
-                if let Err(e) = state.file.read_exact_at(&mut buf[..take], at) {
-                    out.failed = Some(format!("cannot read the held output: {}", io_error(&e)));
-                    return out;
-                }
-                at += take as u64;
-                left -= take as u64;
-                if dead[stream] {
-                    continue;
-                }
-                match write_all(stream as i32, &buf[..take]) {
-                    Ok(()) => out.written += take as u64,
-                    Err(e) => {
-                        dead[stream] = true;
-                        let name = if stream == 1 { "stdout" } else { "stderr" };
-                        out.failed = Some(format!(
-                            "cannot write the held output to {name}: {}",
-                            io_error(&e)
-                        ));
-                    }
-                }
+            Err(e) => {
+                let why = Why::Failed(e);
+                let passing = [0, 1].map(|s| rules.held[s].then(|| why.clone()));
+                let report = Report {
+                    passing,
+                    ..Report::default()
+                };
+                learn(&mut run.learned, &self.0.options, number, &report);
+                Holding::default()
             }
         }
-        out
     }
+
+    /// The run is over: the last attempt's spool (and its number), and
+    /// what the run learned.
+    pub fn end(&self) -> (Option<(u32, Arc<Spool>)>, Learned) {
+        let mut run = self.run();
+        let last = run.spool.take();
+        if let Some((n, spool)) = &last {
+            learn(&mut run.learned, &self.0.options, *n, &spool.report());
+        }
+        (last, std::mem::take(&mut run.learned))
+    }
+}
+
+/// Note what attempt `n`'s spool came to.
+fn learn(learned: &mut Learned, options: &HoldOptions, n: u32, report: &Report) {
+    if options.last_stdout
+        && let Some(why) = &report.passing[0]
+        && learned.stdout_passed.is_none()
+    {
+        learned.stdout_passed = Some((n, why.clone()));
+    }
+    // Cron mode's output that passed through: stderr, and stdout unless
+    // --last-stdout has it.
+    let unheld = match options.last_stdout {
+        true => report.passing[1].as_ref(),
+        false => report.passing[1].as_ref().or(report.passing[0].as_ref()),
+    };
+    if options.output
+        && let Some(why) = unheld
+    {
+        match learned.unheld.as_mut() {
+            Some((_, _, count)) => *count += 1,
+            None => learned.unheld = Some((n, why.clone(), 1)),
+        }
+    }
+}
+
+impl std::fmt::Debug for Held {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Held").field(&self.0.options).finish()
+    }
+}
+
+/// Two handles are equal when they are the same place.
+impl PartialEq for Held {
+    fn eq(&self, other: &Held) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Held {}
+
+/// The temporary directory spools are made in, as the messages name it.
+pub fn tmpdir() -> PathBuf {
+    std::env::var_os("TMPDIR")
+        .filter(|d| !d.is_empty())
+        .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from)
 }
 
 /// Write all of `bytes` to retry's own descriptor `fd` (1 or 2), also when
@@ -179,86 +277,59 @@ pub(super) fn write_all(fd: i32, mut bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// Where the last attempt's held output waits for the end of the run. One
-/// per run, shared by the attempts that fill it and the end-of-run output
-/// that writes it out; clones are the same place.
-#[derive(Clone, Default)]
-pub struct Held(Arc<Mutex<Option<Arc<Spool>>>>);
-
-impl Held {
-    /// The spool of the attempt now starting: the one before is dropped.
-    pub fn replace(&self, spool: Option<Arc<Spool>>) {
-        let old = std::mem::replace(
-            &mut *self.0.lock().unwrap_or_else(|e| e.into_inner()),
-            spool,
-        );
-        drop(old);
-    }
-
-    /// The last attempt's spool, if it was held.
-    pub fn take(&self) -> Option<Arc<Spool>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
-    }
-}
-
-impl std::fmt::Debug for Held {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Held")
-    }
-}
-
-/// Two handles are equal when they are the same place.
-impl PartialEq for Held {
-    fn eq(&self, other: &Held) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl Eq for Held {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn record(bytes: &[u8]) -> Vec<u8> {
-        let mut r = vec![0u8; HEADER];
-        r.extend_from_slice(bytes);
-        r
+    fn options(output: bool, last_stdout: bool) -> HoldOptions {
+        HoldOptions::given(output, last_stdout)
     }
 
     #[test]
-    fn records_keep_their_stream_and_order_and_the_file_has_no_name() {
-        let spool = Spool::create().expect("spool");
-        spool.append(1, &mut record(b"one\n"));
-        spool.append(2, &mut record(b"two\n"));
-        spool.append(1, &mut record(b""));
-        spool.append(1, &mut record(b"three\n"));
-        assert_eq!(spool.held(), 3 * HEADER as u64 + 14);
-        let state = spool.state.lock().unwrap();
-        let mut all = Vec::new();
-        let mut buf = vec![0u8; state.len as usize];
-        state.file.read_exact_at(&mut buf, 0).unwrap();
-        all.extend_from_slice(&buf);
-        assert_eq!(&all[..HEADER], &[1, 4, 0, 0, 0]);
-        assert_eq!(&all[HEADER..HEADER + 4], b"one\n");
-        assert_eq!(&all[2 * HEADER + 4..2 * HEADER + 8], b"two\n");
-        // Unnamed or unlinked: no link count.
-        let meta = state.file.metadata().unwrap();
-        assert_eq!(std::os::unix::fs::MetadataExt::nlink(&meta), 0);
-    }
-
-    #[test]
-    fn a_held_place_is_shared_by_its_clones_and_replaced_by_each_attempt() {
-        let held = Held::default();
+    fn each_attempt_replaces_the_spool_before_it_and_the_end_takes_the_last() {
+        let held = Held::new(options(true, false));
         let other = held.clone();
         assert_eq!(held, other);
-        assert_ne!(held, Held::default());
-        let first = Arc::new(Spool::create().expect("spool"));
-        held.replace(Some(Arc::clone(&first)));
-        held.replace(None);
-        assert_eq!(Arc::strong_count(&first), 1, "the old spool is dropped");
-        other.replace(Some(first));
-        assert!(held.take().is_some());
-        assert!(other.take().is_none());
+        assert_ne!(held, Held::new(options(true, false)));
+        held.check().expect("a spool in the temporary directory");
+        let first = held.begin(1).spool.expect("held");
+        let second = other.begin(2);
+        assert_eq!(second.streams, [true, true]);
+        assert_eq!(Arc::strong_count(&first), 1, "the first spool is dropped");
+        let (last, learned) = held.end();
+        assert_eq!(last.map(|(n, _)| n), Some(2));
+        assert_eq!(learned, Learned::default());
+        assert!(other.end().0.is_none());
+    }
+
+    #[test]
+    fn last_stdout_holds_stdout_only_and_both_flags_hold_both() {
+        assert_eq!(
+            Held::new(options(false, true)).begin(1).streams,
+            [true, false]
+        );
+        assert_eq!(
+            Held::new(options(true, true)).begin(1).streams,
+            [true, true]
+        );
+    }
+
+    #[test]
+    fn once_stdout_passed_through_later_attempts_do_not_hold_it() {
+        let held = Held::new(options(true, true));
+        let mut learned = Learned::default();
+        learn(
+            &mut learned,
+            held.options(),
+            1,
+            &Report {
+                passing: [Some(Why::Bound(1)), None],
+                ..Report::default()
+            },
+        );
+        held.run().learned = learned;
+        assert_eq!(held.begin(2).streams, [false, true]);
+        let (_, learned) = held.end();
+        assert_eq!(learned.stdout_passed, Some((1, Why::Bound(1))));
     }
 }

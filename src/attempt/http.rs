@@ -190,14 +190,13 @@ impl<'t> HttpAttempt<'t> {
             // A continuation is reported as the response it continues.
             let (from, reported) = match &ranged {
                 Some((held, p)) if code == 206 => {
-                    if resume::continues_at(response.headers(), *held) {
-                        (*held, p.code)
-                    } else {
-                        self.notes.push(
-                            "the server sent another range than asked for: starting over".into(),
-                        );
-                        self.partial = None;
-                        continue;
+                    match resume::mismatch(p, response.headers(), *held) {
+                        None => (*held, p.code),
+                        Some(why) => {
+                            self.notes.push(format!("{why}: starting over"));
+                            self.partial = None;
+                            continue;
+                        }
                     }
                 }
                 Some(_) if code == 416 => {
@@ -229,15 +228,27 @@ impl<'t> HttpAttempt<'t> {
                 self.partial = resumable
                     .then(|| resume::validator(response.headers()))
                     .flatten()
-                    .map(|validator| Partial { validator, code });
+                    .map(|validator| Partial {
+                        validator,
+                        code,
+                        length: resume::declared_length(response.headers()),
+                    });
             }
             return match self.deliver(response, from, progress).await {
                 Ok(()) => {
                     self.partial = None;
-                    Status::Http {
-                        code: reported,
-                        retry_after,
-                    }
+                    // The log shows what the server answered: a continuation's
+                    // 206, unless --expect leaves 206 out, where the status it
+                    // continues is the one judged, and shown.
+                    let code = if code == 206 && !self.expect.contains(206) {
+                        self.notes.push(format!(
+                            "HTTP 206: the rest of the HTTP {reported} body, from byte {from}"
+                        ));
+                        reported
+                    } else {
+                        code
+                    };
+                    Status::Http { code, retry_after }
                 }
                 Err(Delivery::Cut(e)) => Status::Net {
                     failure: if progress.live.get() {
@@ -281,10 +292,13 @@ impl<'t> HttpAttempt<'t> {
                 // A copy per request: small next to a network round trip.
                 request = request.body(b.clone());
             }
-            let response = request
-                .send()
-                .await
-                .map_err(|e| reply::failure(&e, self.cacert))?;
+            let response = match request.send().await {
+                Ok(r) => r,
+                Err(e) => {
+                    let status = reply::failure(&e, self.cacert);
+                    return Err(reply::or_tls_behind_http(status, &url).await);
+                }
+            };
             progress.touch();
             if response.version() == Version::HTTP_09 {
                 return Err(reply::not_http(response).await);
@@ -396,13 +410,13 @@ impl Attempt for HttpAttempt<'_> {
             let quiet_until = idle.and_then(|d| progress.last.get().checked_add(d));
             tokio::select! {
                 status = &mut exchange => return status,
-                () = sleep_until(wake) => {
+                () = crate::bound::until(wake) => {
                     return Status::Net {
                         failure: progress.stopped(limit),
                         detail: String::new(),
                     };
                 }
-                () = sleep_until(quiet_until) => {
+                () = crate::bound::until(quiet_until) => {
                     // Bytes may have come since this timer was set.
                     if let Some(d) = idle
                         && progress.last.get().elapsed() >= d
@@ -430,13 +444,6 @@ impl Attempt for HttpAttempt<'_> {
     }
 }
 
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
-        None => std::future::pending().await,
-    }
-}
-
 fn build_client(
     opts: &HttpOptions,
     extra_roots: Vec<CertificateDer<'static>>,
@@ -444,8 +451,12 @@ fn build_client(
     // The TLS set-up costs nothing until a TLS connection is made (the
     // roots are read then), so an http:// URL may be redirected to https://.
     let cacert = !extra_roots.is_empty();
-    let tls = tls::client_config(extra_roots, opts.insecure)
-        .map_err(|e| format!("cannot set up TLS: {}", tls::explain(&e, cacert)))?;
+    let tls = tls::client_config(extra_roots, opts.insecure).map_err(|e| {
+        format!(
+            "cannot set up TLS: {}",
+            tls::explain(&e, tls::Advice::for_http(cacert))
+        )
+    })?;
     Client::builder()
         .retry(reqwest::retry::never())
         .user_agent(concat!("retry/", env!("CARGO_PKG_VERSION")))

@@ -18,6 +18,7 @@ pub mod process;
 pub mod scan;
 mod spawn;
 pub mod stdin;
+mod stdout;
 pub mod tcp;
 mod terminal;
 mod watchdog;
@@ -56,6 +57,13 @@ pub trait Attempt {
     /// What the last attempt reported besides its status, taken once.
     fn details(&mut self) -> Details {
         Details::default()
+    }
+
+    /// The loop retries the failed attempt that just ended: a line to log
+    /// about what that means for what it left behind (its stdout, which
+    /// the next attempt's will follow).
+    fn retrying(&mut self) -> Option<String> {
+        None
     }
 }
 
@@ -139,4 +147,8 @@ pub struct Details {
     /// retry's own stdout is a pipe whose reader has gone: whatever another
     /// attempt printed would go nowhere.
     pub reader_gone: bool,
+    /// What the command line most likely meant, when the attempt shows a
+    /// mistake that parsed (`retry 5 curl …`): added to the reason when the
+    /// run ends on this attempt.
+    pub hint: Option<String>,
 }

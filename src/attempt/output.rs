@@ -1,11 +1,13 @@
 //! The output pump: the child's stdout and stderr go through retry when
 //! something must see them on the way: output patterns
-//! (`--retry-if-output`, `--stop-if-output`), `--hold-output` (the bytes go
-//! to a spool instead of retry's stdout and stderr), or `--idle-timeout`
-//! (the time of the last byte is kept).
+//! (`--retry-if-output`, `--stop-if-output`), held output (`--hold-output`
+//! holds both streams, `--last-stdout` stdout: the bytes go to a spool
+//! instead of retry's stdout and stderr), or `--idle-timeout` (the time of
+//! the last byte is kept).
 //!
 //! Without those flags none of this exists: the child writes to retry's
-//! descriptors directly.
+//! descriptors directly. A stream nothing needs to see (stderr with
+//! `--last-stdout` alone) is the child's own too.
 //!
 //! One thread per stream reads whatever the child wrote (up to [`CHUNK`]
 //! bytes at once), writes it on unchanged with a blocking write (from pipe
@@ -23,7 +25,13 @@
 //! usual `2>&1`), the child gets one channel for both, as it would without
 //! retry: one reader keeps the one order the child wrote in. Two channels
 //! read by two threads would interleave by scheduling, not by the order of
-//! the writes.
+//! the writes. The exception is `--last-stdout`: stdout is held apart from
+//! stderr, which streams, so the two get channels of their own.
+//!
+//! A held stream whose spool stops holding it (`--last-stdout` at the
+//! bound, or a full disk) passes through from then on: the spool writes
+//! out what it held, and the stream's thread writes on to retry's own
+//! descriptor.
 //!
 //! When the attempt's main process has ended and its process group has been
 //! cleaned up, [`Pump::stop`] tells the threads to read what is left and
@@ -45,7 +53,7 @@ use nix::sys::signal::{SigSet, SigmaskHow, Signal, pthread_sigmask};
 use nix::sys::termios::{SetArg, cfmakeraw, tcgetattr, tcsetattr};
 use tokio::sync::oneshot;
 
-use super::hold::{HEADER, Spool, write_all};
+use super::hold::{Appended, HEADER, Holding, Spool, write_all};
 use super::scan::{Found, Patterns, Scanner};
 use crate::classify::OutputMatch;
 
@@ -66,23 +74,45 @@ const AFTER_STOP: usize = 4 * 1024 * 1024;
 pub struct Plan {
     /// Match the output against these.
     pub patterns: Option<Patterns>,
-    /// Keep the output in this spool instead of passing it on.
-    pub hold: Option<Arc<Spool>>,
+    /// Keep these streams in a spool instead of passing them on.
+    pub hold: Holding,
     /// Keep the time of the last byte, for `--idle-timeout`.
     pub watch: bool,
 }
 
-/// The child's ends of its stdout and stderr.
+impl Plan {
+    /// Which streams (stdout, stderr) must go through the pump.
+    fn needs(&self) -> [bool; 2] {
+        let all = self.patterns.is_some() || self.watch;
+        [all || self.hold.streams[0], all || self.hold.streams[1]]
+    }
+
+    /// Whether the pump has anything to do.
+    pub fn is_needed(&self) -> bool {
+        self.needs().contains(&true)
+    }
+}
+
+/// The child's ends of its stdout and stderr; None: retry's own.
 pub struct ChildEnds {
-    pub stdout: OwnedFd,
-    /// None: stderr shares stdout's channel (retry's two are one file).
-    pub stderr: Option<OwnedFd>,
+    stdout: Option<OwnedFd>,
+    stderr: Option<OwnedFd>,
+    /// stderr shares stdout's channel (retry's two are one file).
+    merged: bool,
 }
 
 impl ChildEnds {
-    /// The descriptor to give the child as its stderr.
-    pub fn stderr_fd(&self) -> RawFd {
-        self.stderr.as_ref().unwrap_or(&self.stdout).as_raw_fd()
+    /// The descriptor to give the child as its stdout; None: retry's own.
+    pub fn stdout_fd(&self) -> Option<RawFd> {
+        self.stdout.as_ref().map(AsRawFd::as_raw_fd)
+    }
+
+    /// The descriptor to give the child as its stderr; None: retry's own.
+    pub fn stderr_fd(&self) -> Option<RawFd> {
+        match self.merged {
+            true => self.stdout_fd(),
+            false => self.stderr.as_ref().map(AsRawFd::as_raw_fd),
+        }
     }
 }
 
@@ -151,45 +181,65 @@ pub struct Pump {
     done: Vec<oneshot::Receiver<()>>,
     found: Arc<Mutex<Found>>,
     activity: Option<Arc<Activity>>,
+    /// Bytes the stdout channel passed on to retry's stdout.
+    passed: Arc<AtomicU64>,
+    /// The stdout channel carries stderr too.
+    merged: bool,
 }
 
 /// Where a stream's bytes go.
 enum Dest {
-    /// retry's own stdout (1) or stderr (2).
-    Fd(i32),
-    /// The attempt's spool, as this stream (1 or 2).
-    Hold(Arc<Spool>, u8),
+    /// retry's own descriptor of the same number.
+    Fd,
+    /// The attempt's spool.
+    Hold(Arc<Spool>),
 }
 
 impl Pump {
-    /// Set up a pipe (or a pseudo-terminal) for each stream, or one for
-    /// both when retry's stdout and stderr are one file, and start copying.
-    /// Returns the pump and the ends to give the child.
+    /// Set up a pipe (or a pseudo-terminal) for each stream that needs
+    /// one, or one for both when retry's stdout and stderr are one file and
+    /// both go the same way, and start copying. Returns the pump and the
+    /// ends to give the child.
     pub fn start(plan: Plan) -> io::Result<(Pump, ChildEnds)> {
         let (stop_rx, stop_tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         let stop_rx = Arc::new(stop_rx);
         let found = Arc::new(Mutex::new(Found::default()));
         let activity = plan.watch.then(|| Arc::new(Activity::new()));
-        let streams: &[i32] = if same_file(libc::STDOUT_FILENO, libc::STDERR_FILENO) {
-            &[libc::STDOUT_FILENO]
-        } else {
-            &[libc::STDOUT_FILENO, libc::STDERR_FILENO]
-        };
+        let passed = Arc::new(AtomicU64::new(0));
+        let needs = plan.needs();
+        let held = plan.hold.streams;
+        let merged = needs == [true, true]
+            && held[0] == held[1]
+            && !(held[0] && plan.hold.apart)
+            && same_file(libc::STDOUT_FILENO, libc::STDERR_FILENO);
+        // Two streams held through channels of their own reach the spool
+        // in the order they are read: their pipes keep the default size, so
+        // that one runs at most that far ahead of the other, and a stream's
+        // last lines stay in the tail of a cut spool.
+        let large = held != [true, true] || merged;
         let mut done = Vec::new();
-        let mut ends = Vec::new();
-        for &fd in streams {
-            let (ours, theirs) = channel_for(fd, plan.hold.is_none())?;
+        let mut ends = [None, None];
+        for (i, fd) in [libc::STDOUT_FILENO, libc::STDERR_FILENO]
+            .into_iter()
+            .enumerate()
+        {
+            if !needs[i] || (merged && i == 1) {
+                continue;
+            }
+            let (ours, theirs) = channel_for(fd, held[i], large)?;
             let (tx, rx) = oneshot::channel();
             let stream = Stream {
                 source: ours,
-                dest: match &plan.hold {
-                    None => Dest::Fd(fd),
-                    Some(spool) => Dest::Hold(Arc::clone(spool), fd as u8),
+                fd,
+                dest: match &plan.hold.spool {
+                    Some(spool) if held[i] => Dest::Hold(Arc::clone(spool)),
+                    _ => Dest::Fd,
                 },
                 stop: Arc::clone(&stop_rx),
                 scanner: plan.patterns.clone().map(Scanner::new),
                 found: Arc::clone(&found),
                 activity: activity.clone(),
+                passed: (i == 0).then(|| Arc::clone(&passed)),
             };
             thread::Builder::new()
                 .name(format!("output-{fd}"))
@@ -198,11 +248,9 @@ impl Pump {
                     drop(tx);
                 })?;
             done.push(rx);
-            ends.push(theirs);
+            ends[i] = Some(theirs);
         }
-        let mut ends = ends.into_iter();
-        let stdout = ends.next().ok_or_else(|| io::Error::other("no stdout"))?;
-        let stderr = ends.next();
+        let [stdout, stderr] = ends;
         Ok((
             Pump {
                 patterns: plan.patterns,
@@ -210,9 +258,21 @@ impl Pump {
                 done,
                 found,
                 activity,
+                passed,
+                merged,
             },
-            ChildEnds { stdout, stderr },
+            ChildEnds {
+                stdout,
+                stderr,
+                merged,
+            },
         ))
+    }
+
+    /// Bytes the stdout channel passed on to retry's stdout, and whether
+    /// that channel carries stderr too.
+    pub fn stdout_passed(&self) -> (u64, bool) {
+        (self.passed.load(Ordering::Acquire), self.merged)
     }
 
     /// When the child last wrote, when watched.
@@ -244,7 +304,7 @@ impl Pump {
 }
 
 /// Whether two of retry's descriptors are the same file, pipe or terminal.
-fn same_file(a: i32, b: i32) -> bool {
+pub(super) fn same_file(a: i32, b: i32) -> bool {
     match (
         nix::sys::stat::fstat(dest_fd(a)),
         nix::sys::stat::fstat(dest_fd(b)),
@@ -255,25 +315,27 @@ fn same_file(a: i32, b: i32) -> bool {
 }
 
 /// Our end and the child's end of a new channel for a stream that goes to
-/// `dest`: a pseudo-terminal if `dest` is a terminal (and the bytes go
-/// there: `tty`), else a pipe.
-fn channel_for(dest: i32, tty: bool) -> io::Result<(OwnedFd, OwnedFd)> {
-    let (ours, theirs) = match tty && nix::unistd::isatty(dest_fd(dest)).unwrap_or(false) {
+/// `dest` (when not `held`): a pseudo-terminal if `dest` is a terminal,
+/// else a pipe, `large` or of the default size.
+fn channel_for(dest: i32, held: bool, large: bool) -> io::Result<(OwnedFd, OwnedFd)> {
+    let (ours, theirs) = match !held && nix::unistd::isatty(dest_fd(dest)).unwrap_or(false) {
         true => match pty_like(dest_fd(dest)) {
             Ok(pair) => pair,
-            Err(_) => pipe()?,
+            Err(_) => pipe(true)?,
         },
-        _ => pipe()?,
+        _ => pipe(large)?,
     };
     let flags = OFlag::from_bits_truncate(fcntl(&ours, FcntlArg::F_GETFL)?);
     fcntl(&ours, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
     Ok((ours, theirs))
 }
 
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+fn pipe(large: bool) -> io::Result<(OwnedFd, OwnedFd)> {
     let (r, w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
-    // Best effort: beyond /proc/sys/fs/pipe-max-size the default stays.
-    let _ = fcntl(&r, FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
+    if large {
+        // Best effort: beyond /proc/sys/fs/pipe-max-size the default stays.
+        let _ = fcntl(&r, FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
+    }
     Ok((r, w))
 }
 
@@ -296,11 +358,15 @@ fn pty_like(dest: BorrowedFd<'_>) -> io::Result<(OwnedFd, OwnedFd)> {
 /// One stream's copying thread.
 struct Stream {
     source: OwnedFd,
+    /// retry's own stdout (1) or stderr (2), which the stream stands for.
+    fd: i32,
     dest: Dest,
     stop: Arc<OwnedFd>,
     scanner: Option<Scanner>,
     found: Arc<Mutex<Found>>,
     activity: Option<Arc<Activity>>,
+    /// Counts the bytes passed on to retry's stdout.
+    passed: Option<Arc<AtomicU64>>,
 }
 
 /// What one copying step did.
@@ -327,7 +393,7 @@ impl Stream {
         // Pipe to pipe, tee(2) passes the bytes on without copying them
         // through retry; they are then read once, for matching.
         let mut tee = match self.dest {
-            Dest::Fd(fd) => is_pipe(self.source.as_fd()) && is_pipe(dest_fd(fd)),
+            Dest::Fd => is_pipe(self.source.as_fd()) && is_pipe(dest_fd(self.fd)),
             Dest::Hold(..) => false,
         };
         let mut after_stop: Option<usize> = None;
@@ -374,19 +440,28 @@ impl Stream {
 
     /// Pass on what the source holds (up to a buffer's worth), leaving a
     /// copy of it in `buf[HEADER..]`.
-    fn copy_once(&self, buf: &mut [u8], tee: &mut bool) -> Step {
-        let fd = match &self.dest {
-            Dest::Fd(fd) => *fd,
-            Dest::Hold(spool, stream) => {
-                return match self.read(&mut buf[HEADER..]) {
-                    Ok(n) => {
-                        spool.append(*stream, &mut buf[..HEADER + n]);
-                        Step::Copied(n)
+    fn copy_once(&mut self, buf: &mut [u8], tee: &mut bool) -> Step {
+        let step = self.copy_to_dest(buf, tee);
+        if let (Step::Copied(n), Dest::Fd, Some(passed)) = (&step, &self.dest, &self.passed) {
+            passed.fetch_add(*n as u64, Ordering::AcqRel);
+        }
+        step
+    }
+
+    fn copy_to_dest(&mut self, buf: &mut [u8], tee: &mut bool) -> Step {
+        let fd = self.fd;
+        if let Dest::Hold(spool) = &self.dest {
+            return match self.read(&mut buf[HEADER..]) {
+                Ok(n) => {
+                    if spool.append(fd as u8, &mut buf[..HEADER + n]) == Appended::Passed {
+                        // Held no more: what comes next passes through.
+                        self.dest = Dest::Fd;
                     }
-                    Err(step) => step,
-                };
-            }
-        };
+                    Step::Copied(n)
+                }
+                Err(step) => step,
+            };
+        }
         let dest = dest_fd(fd);
         while *tee {
             // tee(2) may wait for input whatever the descriptor's flags say:

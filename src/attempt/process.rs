@@ -10,15 +10,17 @@
 //! signal, the rest by the `watchdog`. On a terminal the attempt's group gets
 //! the foreground while it runs (see `terminal`). stdout and stderr are
 //! inherited: the child writes to them directly, unless output patterns,
-//! `--hold-output` or `--idle-timeout` are given; then they pass through the
-//! `output` pump, which is stopped once the group has been cleaned up, and
-//! the idle limit is kept from the pump's last byte. Hooks (`hook`) run
-//! through the same supervision.
+//! held output (`--hold-output`, `--last-stdout`) or `--idle-timeout` are
+//! given; then they pass through the `output` pump, which is stopped once
+//! the group has been cleaned up, and the idle limit is kept from the
+//! pump's last byte. With `--last-stdout` a success's held stdout is
+//! written out as soon as the attempt ends; without it, a failed attempt
+//! whose stdout stays in a file or pipe is worth a line when it is retried
+//! (`retrying`). Hooks (`hook`) run through the same supervision.
 
 use std::ffi::{OsStr, OsString};
 use std::io;
 use std::os::fd::AsRawFd;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::libc;
@@ -27,15 +29,16 @@ use nix::unistd::{Pid, getpgrp, getpid};
 use tokio::signal::unix::{SignalKind, signal};
 
 use super::children::{Change, count_group, reap, reap_and_check_gone};
-use super::hold::{Held, Spool};
+use super::hold::{Held, Holding};
 use super::output::{Activity, Plan, Pump};
 use super::scan::Patterns;
 use super::spawn::{Spawn, spawn};
 use super::stdin::{StdinSource, capture_stdin};
+use super::stdout::{Left, left_on_stdout, release, stdout_offset};
 use super::terminal::Terminal;
 use super::watchdog;
 use super::{Attempt, Context, Details, Unready};
-use crate::classify::{Limit, OutputMatch, Status};
+use crate::classify::{Limit, OutputMatch, Status, Verdict};
 use crate::signals::{Signals, handled, is_terminating, sigpipe_ignored_at_start, suspend_self};
 use crate::stdio::{closed_at_start, stdout_reader_gone};
 
@@ -54,7 +57,7 @@ pub struct ProcessOptions {
     pub output: Option<Patterns>,
     /// `--idle-timeout`: an attempt silent this long is stopped.
     pub idle_timeout: Option<Duration>,
-    /// `--hold-output`: where each attempt's output is held.
+    /// `--hold-output`, `--last-stdout`: where each attempt's output is held.
     pub hold: Option<Held>,
 }
 
@@ -76,6 +79,12 @@ pub struct ProcessAttempt {
     /// Set when this runs a hook (see `hook`): its environment for the next
     /// run. A hook reads /dev/null and its stdout goes to retry's stderr.
     hook_env: Option<Vec<(&'static str, String)>>,
+    /// What the last attempt left on retry's stdout, for [`Attempt::retrying`].
+    left: Left,
+    /// Whether retry said it cannot tell what an attempt left (once a run).
+    said_unknown: bool,
+    /// The last attempt's number.
+    number: u32,
 }
 
 impl ProcessAttempt {
@@ -98,6 +107,9 @@ impl ProcessAttempt {
             caught: handled(),
             details: Details::default(),
             hook_env: None,
+            left: Left::Nothing,
+            said_unknown: false,
+            number: 0,
         }
     }
 
@@ -114,6 +126,9 @@ impl ProcessAttempt {
             caught: handled(),
             details: Details::default(),
             hook_env: Some(Vec::new()),
+            left: Left::Nothing,
+            said_unknown: false,
+            number: 0,
         }
     }
 
@@ -235,12 +250,21 @@ impl Attempt for ProcessAttempt {
             Ok(s) => s,
             Err(e) => return Status::CannotStart(format!("cannot prepare stdin: {e}")),
         };
+        self.number = ctx.number;
+        self.left = Left::Nothing;
+        let holding = match &self.opts.hold {
+            Some(held) if !hook => held.begin(ctx.number),
+            _ => Holding::default(),
+        };
+        let stdout_spool = holding.spool.clone().filter(|_| holding.streams[0]);
         let plan = Plan {
             patterns: self.opts.output.clone(),
-            hold: spool(self.opts.hold.as_ref(), ctx, &mut self.details.warnings),
+            hold: holding,
             watch: self.opts.idle_timeout.is_some(),
         };
-        let (mut pump, ends) = if plan.patterns.is_none() && plan.hold.is_none() && !plan.watch {
+        let stdout_held = plan.hold.streams[0];
+        let stdout_pumped = plan.patterns.is_some() || plan.watch;
+        let (mut pump, ends) = if !plan.is_needed() {
             (None, None)
         } else {
             match Pump::start(plan) {
@@ -260,6 +284,10 @@ impl Attempt for ProcessAttempt {
         } else {
             closed
         };
+        // Where retry's stdout stands, when it is a file the child writes
+        // to directly: what the attempt leaves there is told by the offset.
+        let watch_stdout = !hook && !stdout_held && !closed[1];
+        let offset_before = watch_stdout.then(stdout_offset).flatten();
         let spawned = spawn(&Spawn {
             program,
             args,
@@ -267,7 +295,7 @@ impl Attempt for ProcessAttempt {
             stdio: [
                 stdin.as_ref().map(AsRawFd::as_raw_fd),
                 match &ends {
-                    Some(e) => Some(e.stdout.as_raw_fd()).filter(|_| !closed[1]),
+                    Some(e) => e.stdout_fd().filter(|_| !closed[1]),
                     // A hook writes to retry's stderr, or to nothing when
                     // retry was given none.
                     None if hook => Some(libc::STDERR_FILENO).filter(|_| !closed[2]),
@@ -275,7 +303,7 @@ impl Attempt for ProcessAttempt {
                 },
                 ends.as_ref()
                     .filter(|_| !closed[2])
-                    .map(super::output::ChildEnds::stderr_fd),
+                    .and_then(super::output::ChildEnds::stderr_fd),
             ],
             closed,
             new_group: !foreground,
@@ -291,7 +319,11 @@ impl Attempt for ProcessAttempt {
             Ok(pid) => pid,
             Err(e) => {
                 watchdog::clear();
-                return start_failure(&e, program);
+                let status = start_failure(&e, program);
+                if matches!(status, Status::NotFound(_)) {
+                    self.details.hint = crate::hint::command_not_found(&self.command);
+                }
+                return status;
             }
         };
         let started = Instant::now();
@@ -333,7 +365,7 @@ impl Attempt for ProcessAttempt {
             };
             tokio::select! {
                 _ = sigchld.recv() => {}
-                () = sleep_until(wake) => match stop {
+                () = crate::bound::until(wake) => match stop {
                     None => {
                         let limit = ctx.deadline.map_or(Limit::Attempt, |(_, l)| l);
                         target.stop(self.opts.stop_signal);
@@ -344,7 +376,7 @@ impl Attempt for ProcessAttempt {
                         killed = true;
                     }
                 },
-                () = sleep_until(idle_wake) => {
+                () = crate::bound::until(idle_wake) => {
                     // The child may have written meanwhile: then this wait
                     // only moves on.
                     if silent(&pump).is_some_and(|at| at <= Instant::now()) {
@@ -393,10 +425,14 @@ impl Attempt for ProcessAttempt {
         }
 
         // One poll: `retry -- producer | head` where the producer exits
-        // with a code of its own on EPIPE (Python's BrokenPipeError).
+        // with a code of its own on EPIPE (Python's BrokenPipeError); or a
+        // stdout closed from the start, which no attempt can write to.
         self.details.reader_gone = stdout_reader_gone();
+        if watch_stdout {
+            self.left = left_on_stdout(offset_before, pump.as_ref().filter(|_| stdout_pumped));
+        }
 
-        match (stop, ended) {
+        let status = match (stop, ended) {
             (Some((Stop::Interrupt(sig), _)), _) => Status::Interrupted(sig as i32),
             (Some((Stop::Timeout(limit), _)), _) => Status::TimedOut {
                 limit,
@@ -413,15 +449,44 @@ impl Attempt for ProcessAttempt {
             }
             (None, Change::Signaled(sig)) => Status::Signaled(sig),
             (None, Change::Exited(code) | Change::Stopped(code)) => Status::Exited(code),
+        };
+        match stdout_spool {
+            Some(spool) if self.last_stdout_success(&status) => {
+                release(&spool, status, signals).await
+            }
+            _ => status,
         }
     }
 
     fn details(&mut self) -> Details {
         std::mem::take(&mut self.details)
     }
+
+    fn retrying(&mut self) -> Option<String> {
+        if matches!(self.left, Left::Unknown(_)) {
+            if self.said_unknown {
+                return None;
+            }
+            self.said_unknown = true;
+        }
+        self.left.line(self.number)
+    }
 }
 
 impl ProcessAttempt {
+    /// Whether `status` is a success whose stdout `--last-stdout` releases
+    /// at once: exit 0, or a status `--success-on` names.
+    fn last_stdout_success(&self, status: &Status) -> bool {
+        let Some(options) = self.opts.hold.as_ref().map(|h| h.options()) else {
+            return false;
+        };
+        let rules = crate::classify::Rules {
+            success_on: options.success_on.clone(),
+            ..crate::classify::Rules::default()
+        };
+        options.last_stdout && crate::classify::classify(status, &rules) == Verdict::Success
+    }
+
     /// Pass on a signal retry caught; returns whether the attempt still has
     /// the terminal.
     fn forward(
@@ -531,7 +596,7 @@ impl ProcessAttempt {
                 _ = sigchld.recv() => {}
                 // Grandchildren that are not retry's to reap send no SIGCHLD.
                 () = tokio::time::sleep(Duration::from_millis(10)) => {}
-                () = sleep_until(kill_wake) => {
+                () = crate::bound::until(kill_wake) => {
                     target.send(libc::SIGKILL);
                     killed_at = Some(Instant::now());
                 }
@@ -560,29 +625,6 @@ impl ProcessAttempt {
     }
 }
 
-/// With `--hold-output`, a new spool for this attempt, in place of the last
-/// one (dropped: that attempt is being retried). None when output is not
-/// held, or when no spool can be made: then the output passes through, with
-/// a warning, rather than being lost.
-fn spool(held: Option<&Held>, ctx: &Context, warnings: &mut Vec<String>) -> Option<Arc<Spool>> {
-    let held = held?;
-    held.replace(None);
-    match Spool::create() {
-        Ok(spool) => {
-            let spool = Arc::new(spool);
-            held.replace(Some(Arc::clone(&spool)));
-            Some(spool)
-        }
-        Err(e) => {
-            warnings.push(format!(
-                "cannot hold the output of attempt {} ({e}): it passes through",
-                ctx.number
-            ));
-            None
-        }
-    }
-}
-
 /// How long the output pump may take past the deadline to copy what the
 /// child left in its pipes (it takes longer only when retry's own output
 /// is blocked).
@@ -599,7 +641,7 @@ async fn finish_output(pump: &mut Pump, ctx: &Context, signals: &mut Signals) ->
     tokio::select! {
         biased;
         () = pump.finished() => {}
-        () = sleep_until(give_up) => {}
+        () = crate::bound::until(give_up) => {}
         () = async {
             while !is_terminating(signals.recv().await) {}
         } => {}
@@ -613,18 +655,19 @@ fn is_terminal_interrupt(sig: i32) -> bool {
     sig == libc::SIGINT || sig == libc::SIGQUIT
 }
 
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
-        None => std::future::pending().await,
-    }
-}
-
 /// A failure to start COMMAND, classified by its cause: a missing program
 /// is 127, one that cannot be executed 126, and a passing shortage of
 /// processes, memory or descriptors is worth another try.
 fn start_failure(e: &io::Error, program: &OsStr) -> Status {
     let name = program.to_string_lossy().into_owned();
+    // A URL, or a whole command line given as one word (`retry "curl -u
+    // me:pw …"`), is shown as the log shows a command line: masked.
+    let words: Vec<OsString> = name.split_whitespace().map(OsString::from).collect();
+    let mut shown = crate::mask::command_line(&words);
+    if let Some(first) = shown.first_mut().filter(|w| w.contains("://")) {
+        *first = crate::mask::url(first);
+    }
+    let name = shown.join(" ");
     match e.raw_os_error() {
         Some(libc::ENOENT) => Status::NotFound(name),
         Some(libc::EAGAIN | libc::ENOMEM | libc::EMFILE | libc::ENFILE) => {

@@ -18,6 +18,7 @@ use std::time::Instant;
 use tokio::sync::oneshot;
 
 use super::Unready;
+use crate::bound::{Bounded, within};
 use crate::human::human_size;
 use crate::signals::Signals;
 
@@ -87,22 +88,16 @@ pub async fn capture_stdin(
             "cannot read stdin for --replay-stdin: {e}"
         )));
     }
-    let until = async {
-        match deadline {
-            Some(at) => tokio::time::sleep_until(at.into()).await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::select! {
-        done = rx => match done {
-            Ok(Ok(source)) => Ok(source),
-            Ok(Err(e)) => Err(Unready::Failed(e.to_string())),
-            Err(_) => Err(Unready::Failed("cannot read stdin for --replay-stdin".into())),
-        },
-        () = until => Err(Unready::Deadline(
+    match within(rx, deadline, signals).await {
+        Bounded::Done(Ok(Ok(source))) => Ok(source),
+        Bounded::Done(Ok(Err(e))) => Err(Unready::Failed(e.to_string())),
+        Bounded::Done(Err(_)) => Err(Unready::Failed(
+            "cannot read stdin for --replay-stdin".into(),
+        )),
+        Bounded::TimedOut => Err(Unready::Deadline(
             "--max-time ran out while reading stdin for --replay-stdin".into(),
         )),
-        sig = signals.next_interrupt() => Err(Unready::Interrupted(
+        Bounded::Interrupted(sig) => Err(Unready::Interrupted(
             sig,
             format!(
                 "interrupted by {} while reading stdin for --replay-stdin",

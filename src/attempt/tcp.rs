@@ -12,7 +12,7 @@
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use tokio::net::TcpStream;
@@ -110,7 +110,7 @@ impl Attempt for TcpAttempt {
                         detail: e.to_string(),
                     })),
                 },
-                () = sleep_until(wake) => {
+                () = crate::bound::until(wake) => {
                     // Dropping the set aborts the probes; a lookup still under
                     // way is left to its thread, which retry does not wait for.
                     let waiting: Vec<String> = self
@@ -197,13 +197,6 @@ async fn probe(target: &Target, within: Duration) -> Result<SocketAddr, Status> 
         }
     }
     Err(last)
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
-        None => std::future::pending().await,
-    }
 }
 
 #[cfg(test)]

@@ -15,8 +15,9 @@ pub struct MonitorArgs {
     /// to a temporary file beside PATH, renamed into place, mode 0644. The
     /// times of the last success and of the last failure are kept from the
     /// previous file. The directory must be writable, and writable by nobody
-    /// but its owner (you or root), unless it is sticky; otherwise retry
-    /// exits 2 before running anything. Name the file NAME.prom.
+    /// but its owner (you or root), unless it is sticky, where a file another
+    /// user made at PATH is refused; otherwise retry exits 2 before running
+    /// anything. Name the file NAME.prom.
     #[arg(long, value_name = "PATH", allow_hyphen_values = true, help_heading = HEADING)]
     pub metrics_file: Option<PathBuf>,
 
@@ -24,11 +25,34 @@ pub struct MonitorArgs {
     ///
     /// Sent with POST to URL/metrics/job/NAME plus the --metrics-label
     /// pairs, so the time of the last success survives a failed run (and the
-    /// other way round). At most about 2 seconds; a gateway that cannot be
-    /// reached costs a warning, never the exit status. A password in URL is
-    /// never shown.
-    #[arg(long, value_name = "URL", allow_hyphen_values = true, help_heading = HEADING)]
+    /// other way round). At most 2 seconds; a gateway that cannot be reached
+    /// costs a warning, never the exit status. A password in URL is never
+    /// shown; give it with --metrics-push-password-file, or the whole URL in
+    /// RETRY_METRICS_PUSH, to keep it out of ps.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "RETRY_METRICS_PUSH",
+        // The URL may hold a password: --help must not print it.
+        hide_env_values = true,
+        allow_hyphen_values = true,
+        help_heading = HEADING
+    )]
     pub metrics_push: Option<String>,
+
+    /// Read the Pushgateway's password from FILE (its first line), not from the URL
+    ///
+    /// Sent as HTTP basic authentication with the user of --metrics-push's
+    /// URL (https://USER@pushgateway). Keeps the password off the command
+    /// line, where every user of the host can read it.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "RETRY_METRICS_PUSH_PASSWORD_FILE",
+        allow_hyphen_values = true,
+        help_heading = HEADING
+    )]
+    pub metrics_push_password_file: Option<PathBuf>,
 
     /// The metrics' job label (Pushgateway: grouping key) [default: --group, else COMMAND's name, http or tcp]
     #[arg(long, value_name = "NAME", allow_hyphen_values = true, help_heading = HEADING)]
@@ -49,9 +73,12 @@ pub struct MonitorArgs {
     /// URL/start before the first attempt, then URL when the run succeeds or
     /// URL/STATUS (the exit status) when it gives up, is refused or is
     /// interrupted: never once per attempt, so a failure that recovered
-    /// raises no alarm. Each ping is tried up to 3 times within about 10
-    /// seconds; a ping that fails costs a warning, never the exit status.
-    /// The URL is masked in every log line (its path is the secret).
+    /// raises no alarm. Each ping is tried up to 3 times; the push and the
+    /// pings share 8 seconds after the run (4 after a signal ended it). A
+    /// ping that fails costs a warning, never the exit status. The URL is
+    /// masked in every log line (its path is the secret); on the command
+    /// line every user of the host can read it with ps: prefer --ping-file
+    /// or RETRY_PING.
     #[arg(
         long,
         value_name = "URL",
@@ -62,6 +89,16 @@ pub struct MonitorArgs {
         help_heading = HEADING
     )]
     pub ping: Option<String>,
+
+    /// Read --ping's URL from FILE (its first line), so that it never shows in ps
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "RETRY_PING_FILE",
+        allow_hyphen_values = true,
+        help_heading = HEADING
+    )]
+    pub ping_file: Option<PathBuf>,
 
     /// Send a summary of the run (attempts, times, the log's last lines; masked, at most 10 KB) with the final ping
     #[arg(long, help_heading = HEADING)]

@@ -2,17 +2,18 @@
 //! heartbeat pings): HTTP mode's TLS set-up (the system's roots, or
 //! `SSL_CERT_FILE`/`SSL_CERT_DIR`, read only when a TLS connection is made),
 //! reqwest's own retries off, and a limit on every exchange, which also
-//! gives way to a further terminating signal.
+//! gives way to a further terminating signal. Redirects are followed as
+//! HTTP mode follows them: to http:// and https:// only, never from
+//! https:// down to http://, where a ping's secret path, the metrics and
+//! `--ping-log`'s summary would travel in clear.
 
 use std::time::Duration;
 
-use nix::sys::signal::Signal;
-use reqwest::{Client, RequestBuilder};
+use reqwest::{Client, RequestBuilder, Url};
 
 use super::Ctx;
 use crate::attempt::http::reply::{root, tls_error};
 use crate::attempt::http::tls;
-use crate::signals::{Signals, is_terminating, suspend_self};
 
 /// How much of an answer's body is read: enough for the server's one-line
 /// complaint (the Pushgateway's "pushed metrics are invalid").
@@ -27,9 +28,36 @@ pub fn build() -> Result<Client, String> {
         .user_agent(concat!("retry/", env!("CARGO_PKG_VERSION")))
         .tls_backend_preconfigured(tls)
         .referer(false)
-        .redirect(reqwest::redirect::Policy::limited(5))
+        .redirect(reqwest::redirect::Policy::custom(|attempt| {
+            match refusal(attempt.previous(), attempt.url()) {
+                Some(why) => attempt.error(why),
+                None => attempt.follow(),
+            }
+        }))
         .build()
         .map_err(|e| format!("cannot set up HTTP: {}", root(&e)))
+}
+
+/// Redirects followed in one exchange.
+const MAX_REDIRECTS: usize = 5;
+
+/// Why a redirect to `next`, after the requests to `previous`, is not
+/// followed; `None` when it is. Never names a URL (a ping's path is a
+/// secret).
+fn refusal(previous: &[Url], next: &Url) -> Option<&'static str> {
+    if previous.len() > MAX_REDIRECTS {
+        return Some("too many redirects");
+    }
+    if !matches!(next.scheme(), "http" | "https") {
+        return Some("redirected to a scheme other than http:// or https://: not followed");
+    }
+    let from_https = previous.last().is_some_and(|u| u.scheme() == "https");
+    if from_https && next.scheme() == "http" {
+        return Some(
+            "redirected from https:// down to http://, where it would travel in clear: not followed",
+        );
+    }
+    None
 }
 
 /// What came back.
@@ -53,7 +81,10 @@ impl std::fmt::Display for Failure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Failure::TimedOut(limit) => {
-                write!(f, "no answer within {}", crate::human::human(*limit))
+                // A limit cut to the reports' bound, to a tenth of a second.
+                let tenths = (limit.as_millis() + 50) / 100;
+                let shown = Duration::from_millis(u64::try_from(tenths * 100).unwrap_or(u64::MAX));
+                write!(f, "no answer within {}", crate::human::human(shown))
             }
             Failure::Failed(why) => f.write_str(why),
         }
@@ -99,7 +130,7 @@ pub async fn unless_cut<T>(work: impl Future<Output = T>, ctx: &mut Ctx<'_>) -> 
     }
     tokio::select! {
         r = work => Some(r),
-        sig = next_terminating(ctx.signals) => {
+        sig = ctx.signals.next_terminating() => {
             ctx.cut = Some(sig);
             None
         }
@@ -111,20 +142,6 @@ pub fn cut_short(ctx: &Ctx<'_>) -> String {
     match ctx.cut {
         Some(sig) => format!("cut short by {}", crate::classify::signal_name(sig as i32)),
         None => "cut short".to_string(),
-    }
-}
-
-/// The next terminating signal that arrives from now on; Ctrl-Z still
-/// suspends retry meanwhile.
-async fn next_terminating(signals: &mut Signals) -> Signal {
-    loop {
-        let sig = signals.recv().await;
-        if is_terminating(sig) {
-            return sig;
-        }
-        if sig == Signal::SIGTSTP {
-            suspend_self();
-        }
     }
 }
 
@@ -141,11 +158,44 @@ fn describe(e: &reqwest::Error) -> String {
     }
 }
 
-/// A TLS failure in HTTP mode's words; `--cacert` is HTTP mode's alone,
-/// the system's trust (`SSL_CERT_FILE`) is what applies here.
+/// A TLS failure in HTTP mode's words, without `--cacert`, which is HTTP
+/// mode's alone: the system's trust (`SSL_CERT_FILE`) is what applies here.
 fn explain_tls(e: &rustls::Error) -> String {
-    tls::explain(e, false).replace(
-        "--cacert FILE adds a trust anchor",
-        "SSL_CERT_FILE adds trust anchors",
-    )
+    tls::explain(e, tls::Advice::SystemOnly)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn urls(list: &[&str]) -> Vec<Url> {
+        list.iter().map(|u| Url::parse(u).unwrap()).collect()
+    }
+
+    #[test]
+    fn redirects_are_followed_as_http_mode_follows_them() {
+        let next = |u: &str| Url::parse(u).unwrap();
+        let https = urls(&["https://hc-ping.com/secret"]);
+        assert_eq!(refusal(&https, &next("https://other.example/x")), None);
+        assert!(
+            refusal(&https, &next("http://hc-ping.com/secret"))
+                .unwrap()
+                .contains("in clear")
+        );
+        // From http:// anywhere, and up to https://.
+        let http = urls(&["http://pg:9091/metrics"]);
+        assert_eq!(refusal(&http, &next("http://pg2:9091/metrics")), None);
+        assert_eq!(refusal(&http, &next("https://pg:9091/metrics")), None);
+        // Down from any https:// hop of the chain.
+        let up = urls(&["http://a/x", "https://a/x"]);
+        assert!(refusal(&up, &next("http://a/y")).is_some());
+        assert!(refusal(&http, &next("ftp://a/x")).is_some());
+        let long = urls(&["http://a/1"; 6]);
+        assert_eq!(
+            refusal(&long, &next("http://a/7")),
+            Some("too many redirects")
+        );
+        let message = refusal(&https, &next("http://hc-ping.com/secret")).unwrap();
+        assert!(!message.contains("secret"));
+    }
 }

@@ -31,16 +31,16 @@ impl GiveUp {
 impl Output for GiveUp {
     fn finished<'a>(&'a mut self, summary: &'a RunSummary, ctx: &'a mut Ctx<'_>) -> Work<'a> {
         Box::pin(async move {
-            if summary.exit_code == exit::SUCCESS
-                || summary.end == End::Interrupted
+            if summary.ending.exit_code == exit::SUCCESS
+                || summary.ending.end == End::Interrupted
                 || ctx.cut.is_some()
                 || ctx.signals.interrupted().is_some()
             {
                 return;
             }
             let call = Call {
-                attempt: summary.attempts,
-                exit_code: Some(i32::from(summary.exit_code)),
+                attempt: summary.ending.attempts,
+                exit_code: Some(i32::from(summary.ending.exit_code)),
                 next_delay: None,
             };
             let soonest = Instant::now().checked_add(AT_LEAST);

@@ -1,19 +1,30 @@
-//! `--hold-output`: the last attempt's held output, written out when the
-//! run did not succeed (it gave up, or a signal ended it), dropped when it
-//! did.
+//! Held output at the ends of a run.
 //!
-//! The bytes are copied on a blocking thread, each to its own stream, in
-//! the order they were written; a terminating signal while they are being
-//! written (a reader that never reads) abandons the rest.
+//! Before the first attempt, the first spool is made: a temporary
+//! directory that cannot be used is said then, even with `-q`, since every
+//! attempt's output will pass through. When the run has ended, the last
+//! attempt's held output is written out: with `--hold-output`, all of it
+//! when the run did not succeed (it gave up, or a signal ended it), none
+//! when it did; with `--last-stdout`, its stdout whatever the ending (a
+//! success's went out when the attempt ended).
+//!
+//! What was not held as asked is said before the output, also with `-q`:
+//! the middle dropped at `--hold-max` or on a full disk (and a mark where
+//! it was), bytes lost, output that passed through instead, and stdout
+//! that holds more than the last attempt's output. The bytes are copied on
+//! a blocking thread, each to its own stream, in the order they were
+//! written; a terminating signal while they are being written (a reader
+//! that never reads) abandons the rest.
 
 use std::sync::Arc;
 
 use super::{Ctx, Output, RunSummary, Work, client};
-use crate::attempt::hold::{Held, Spool};
+use crate::attempt::hold::{Count, Held, HoldOptions, Learned, Part, Report, Spool, Why, tmpdir};
 use crate::event::Event;
 use crate::exit;
+use crate::human::{grouped, human_size, human_size_about, io_error};
 
-/// Writes out what the last attempt held.
+/// Makes the first spool, and writes out what the last attempt held.
 pub struct HeldOutput {
     held: Held,
 }
@@ -25,34 +36,296 @@ impl HeldOutput {
 }
 
 impl Output for HeldOutput {
+    fn started<'a>(&'a mut self, ctx: &'a mut Ctx<'_>) -> Work<'a> {
+        Box::pin(async move {
+            if let Err(why) = self.held.check() {
+                ctx.log.output_warning(&unusable(self.held.options(), &why));
+            }
+        })
+    }
+
     fn finished<'a>(&'a mut self, summary: &'a RunSummary, ctx: &'a mut Ctx<'_>) -> Work<'a> {
         Box::pin(async move {
-            let Some(spool) = self.held.take() else {
+            let (last, learned) = self.held.end();
+            let options = self.held.options().clone();
+            let failed = summary.ending.exit_code != exit::SUCCESS;
+            let streams = [
+                options.last_stdout || (options.output && failed),
+                options.output && failed,
+            ];
+            for (line, loud) in learned_lines(&options, &learned, summary.ending.attempts) {
+                match loud {
+                    true => ctx.log.output_warning(&line),
+                    false => ctx.log.emit(&Event::Warning { message: &line }),
+                }
+            }
+            let Some((n, spool)) = last.filter(|_| streams.contains(&true)) else {
                 return;
             };
-            if summary.exit_code == exit::SUCCESS {
-                return;
+            let report = spool.report();
+            let cut = writes_cut(&report, streams);
+            for line in before_lines(n, &report, streams) {
+                ctx.log.output_warning(&line);
             }
-            let copy = tokio::task::spawn_blocking(move || write_out(&spool));
-            let written = client::unless_cut(copy, ctx).await.and_then(Result::ok);
-            for warning in written.into_iter().flatten() {
-                ctx.log.emit(&Event::Warning { message: &warning });
+            let mut failures = Vec::new();
+            let Some(head) = write_part(&spool, Part::Head, streams, ctx).await else {
+                return;
+            };
+            failures.extend(head);
+            if let Some(dropped) = cut {
+                ctx.log.output_warning(&format!("[{dropped} dropped here]"));
+            }
+            let Some(tail) = write_part(&spool, Part::Tail, streams, ctx).await else {
+                return;
+            };
+            failures.extend(tail);
+            failures.dedup();
+            for why in failures {
+                ctx.log.emit(&Event::Warning { message: &why });
             }
         })
     }
 }
 
-/// Write the spool out; the warnings to log.
-fn write_out(spool: &Arc<Spool>) -> Vec<String> {
-    let out = spool.write_out();
-    let mut warnings = Vec::new();
-    if let Some((lost, why)) = out.lost {
-        warnings.push(format!(
-            "{lost} bytes of the held output could not be kept ({why}); the rest follows"
+/// Write `part` of the spool out on a blocking thread; None when a signal
+/// cut it short, else why a stream could not take its bytes.
+async fn write_part(
+    spool: &Arc<Spool>,
+    part: Part,
+    streams: [bool; 2],
+    ctx: &mut Ctx<'_>,
+) -> Option<Option<String>> {
+    let spool = Arc::clone(spool);
+    let copy = tokio::task::spawn_blocking(move || spool.write_out(part, streams));
+    let out = client::unless_cut(copy, ctx).await?.ok()?;
+    Some(out.failed.map(|(fd, e)| match fd {
+        1 => format!("cannot write the held output to stdout: {}", io_error(&e)),
+        2 => format!("cannot write the held output to stderr: {}", io_error(&e)),
+        _ => format!("cannot read the held output back: {}", io_error(&e)),
+    }))
+}
+
+/// The first spool could not be made: nothing is held in this run.
+fn unusable(options: &HoldOptions, why: &str) -> String {
+    match (options.output, options.last_stdout) {
+        (false, _) => format!(
+            "cannot hold stdout for --last-stdout, so it passes through as it comes and a retried attempt's follows what the failed one wrote: {why}"
+        ),
+        (true, false) => format!(
+            "cannot hold the output for --hold-output, so every attempt's output passes through as it comes: {why}"
+        ),
+        (true, true) => format!(
+            "cannot hold the output for --hold-output and --last-stdout, so every attempt's output passes through as it comes: {why}"
+        ),
+    }
+}
+
+/// Why holding stopped, as the end of a sentence about an attempt's output.
+fn stopped(why: &Why) -> String {
+    match why {
+        Why::Bound(max) => format!("passed --hold-max ({})", human_size(*max)),
+        Why::Full(e) => format!("could not be held in {} ({e})", tmpdir().display()),
+        Why::Failed(e) => format!("could not be held ({e})"),
+    }
+}
+
+/// What the run's attempts learned, as lines to log: (line, whether `-q`
+/// shows it). `last` is the last attempt's number.
+fn learned_lines(options: &HoldOptions, learned: &Learned, last: u32) -> Vec<(String, bool)> {
+    let mut lines = Vec::new();
+    if let Some((n, why)) = &learned.stdout_passed {
+        let why = stopped(why);
+        let later = match last - n {
+            0 => String::new(),
+            1 => format!("attempt {last}'s"),
+            _ => format!("that of attempts {} to {last}", n + 1),
+        };
+        lines.push(if *n < last {
+            // What --last-stdout promised is broken: say so whatever -q.
+            (
+                format!(
+                    "stdout holds more than the last attempt's output: attempt {n}'s stdout {why}, so it passed through as it came, and {later} followed it"
+                ),
+                true,
+            )
+        } else {
+            (
+                format!("attempt {n}'s stdout {why}: it passed through as it came"),
+                false,
+            )
+        });
+    }
+    if let Some((n, why, count)) = &learned.unheld {
+        let which = if options.last_stdout {
+            "stderr"
+        } else {
+            "output"
+        };
+        let more = match count {
+            1 => String::new(),
+            2 => "; so did that of one later attempt".to_string(),
+            c => format!("; so did that of {} later attempts", c - 1),
+        };
+        lines.push((
+            format!(
+                "attempt {n}'s {which} {}: it passed through as it came{more}",
+                stopped(why)
+            ),
+            true,
         ));
     }
-    if let Some(why) = out.failed {
-        warnings.push(why);
+    lines
+}
+
+/// Bytes and lines of the chosen streams.
+fn counted(counts: &[Count; 2], streams: [bool; 2]) -> Count {
+    let mut total = Count::default();
+    for s in 0..2 {
+        if streams[s] {
+            total.bytes += counts[s].bytes;
+            total.lines += counts[s].lines;
+        }
     }
-    warnings
+    total
+}
+
+/// A count as the lines about dropped output name it.
+fn amount(count: Count) -> String {
+    let lines = match count.lines {
+        1 => "1 line".to_string(),
+        n => format!("{} lines", grouped(n)),
+    };
+    format!("{} ({lines})", human_size_about(count.bytes))
+}
+
+/// The middle dropped from what is written out of `streams`, if any.
+fn writes_cut(report: &Report, streams: [bool; 2]) -> Option<String> {
+    report.cut.as_ref()?;
+    let dropped = counted(&report.dropped, streams);
+    (dropped.bytes > 0).then(|| amount(dropped))
+}
+
+/// What to say before attempt `n`'s held output is written out.
+fn before_lines(n: u32, report: &Report, streams: [bool; 2]) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let (Some(why), Some(dropped)) = (&report.cut, writes_cut(report, streams)) {
+        let (head, tail) = report.kept;
+        let kept = format!(
+            "what follows is its first {} and last {}, and {dropped} in between was dropped",
+            human_size_about(head),
+            human_size_about(tail)
+        );
+        lines.push(match why {
+            Why::Full(e) => format!(
+                "attempt {n}'s output filled {} ({e}): {kept}",
+                tmpdir().display()
+            ),
+            why => format!("attempt {n}'s output {}: {kept}", stopped(why)),
+        });
+    }
+    if let Some((bytes, why)) = &report.lost
+        && *bytes > 0
+    {
+        lines.push(format!(
+            "{} of attempt {n}'s output could not be held ({why}) and is missing from what follows",
+            human_size_about(*bytes)
+        ));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(output: bool, last_stdout: bool) -> HoldOptions {
+        HoldOptions::given(output, last_stdout)
+    }
+
+    #[test]
+    fn a_cut_is_named_before_the_output_in_words() {
+        let report = Report {
+            cut: Some(Why::Bound(64 << 20)),
+            dropped: [
+                Count {
+                    bytes: 3 << 30,
+                    lines: 41_234_567,
+                },
+                Count::default(),
+            ],
+            kept: (32 << 20, 31 << 20),
+            ..Report::default()
+        };
+        let lines = before_lines(3, &report, [true, true]);
+        assert_eq!(
+            lines,
+            [
+                "attempt 3's output passed --hold-max (64 MiB): what follows is its first 32 MiB and last 31 MiB, and 3 GiB (41,234,567 lines) in between was dropped"
+            ]
+        );
+        assert_eq!(
+            writes_cut(&report, [true, true]).as_deref(),
+            Some("3 GiB (41,234,567 lines)")
+        );
+        // Only stderr is written out, and none of it was dropped.
+        assert!(before_lines(3, &report, [false, true]).is_empty());
+    }
+
+    #[test]
+    fn a_full_disk_is_named_without_an_error_number() {
+        let report = Report {
+            cut: Some(Why::Full("no space left on device".into())),
+            dropped: [
+                Count::default(),
+                Count {
+                    bytes: 10,
+                    lines: 1,
+                },
+            ],
+            kept: (100, 200),
+            ..Report::default()
+        };
+        let line = &before_lines(1, &report, [true, true])[0];
+        assert!(line.contains("(no space left on device)"), "{line}");
+        assert!(line.contains("10 bytes (1 line)"), "{line}");
+        assert!(!line.contains("os error"), "{line}");
+    }
+
+    #[test]
+    fn stdout_that_passed_through_is_loud_only_when_a_later_attempt_followed() {
+        let learned = Learned {
+            stdout_passed: Some((1, Why::Bound(64 << 20))),
+            ..Learned::default()
+        };
+        let lines = learned_lines(&options(false, true), &learned, 3);
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].1, "loud");
+        assert!(lines[0].0.starts_with("stdout holds more than the last attempt's output: attempt 1's stdout passed --hold-max (64 MiB)"), "{}", lines[0].0);
+        assert!(
+            lines[0].0.ends_with("that of attempts 2 to 3 followed it"),
+            "{}",
+            lines[0].0
+        );
+        let lines = learned_lines(&options(false, true), &learned, 1);
+        assert!(
+            !lines[0].1,
+            "the one attempt's stdout is still alone: {lines:?}"
+        );
+    }
+
+    #[test]
+    fn output_that_passed_through_in_cron_mode_is_said_with_q() {
+        let learned = Learned {
+            unheld: Some((2, Why::Failed("the temporary directory is gone".into()), 3)),
+            ..Learned::default()
+        };
+        let lines = learned_lines(&options(true, false), &learned, 4);
+        assert_eq!(
+            lines,
+            [(
+                "attempt 2's output could not be held (the temporary directory is gone): it passed through as it came; so did that of 2 later attempts".to_string(),
+                true
+            )]
+        );
+    }
 }

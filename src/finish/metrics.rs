@@ -145,7 +145,7 @@ impl Writer<'_> {
 /// out so that the gateway keeps the one it has).
 pub fn render(summary: &RunSummary, labels: &[(String, String)], kept: Kept) -> String {
     let ended = epoch_seconds(summary.started_at + summary.duration);
-    let succeeded = summary.exit_code == 0;
+    let succeeded = summary.ending.exit_code == 0;
     let (last_success, last_failure) = if succeeded {
         (Some(ended), kept.last_failure)
     } else {
@@ -168,12 +168,12 @@ pub fn render(summary: &RunSummary, labels: &[(String, String)], kept: Kept) -> 
     w.gauge(
         ATTEMPTS,
         "Attempts the last run started (0 when the circuit breaker refused it).",
-        f64::from(summary.attempts),
+        f64::from(summary.ending.attempts),
     );
     w.gauge(
         EXIT_CODE,
         "The exit status of the last run.",
-        f64::from(summary.exit_code),
+        f64::from(summary.ending.exit_code),
     );
     w.gauge(
         SUCCESS,
@@ -185,13 +185,13 @@ pub fn render(summary: &RunSummary, labels: &[(String, String)], kept: Kept) -> 
         "How the last run ended: 1 for its outcome, 0 for the others.",
     );
     for end in OUTCOMES {
-        let value = if end == summary.end { 1.0 } else { 0.0 };
+        let value = if end == summary.ending.end { 1.0 } else { 0.0 };
         w.sample(OUTCOME, Some(("outcome", end.as_str())), value);
     }
     w.gauge(
         RETRIES_REFUSED,
         "Retries the group's shared retry budget refused in the last run.",
-        f64::from(summary.retries_refused),
+        f64::from(summary.ending.retries_refused),
     );
     if let Some(t) = last_success {
         w.gauge(
@@ -240,16 +240,20 @@ pub fn kept_from(text: &str) -> Kept {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::Ending;
 
     fn summary(exit_code: u8, end: End) -> RunSummary {
         RunSummary {
             started_at: UNIX_EPOCH + Duration::from_millis(1_700_000_000_250),
             duration: Duration::from_millis(2_500),
-            attempts: 3,
-            exit_code,
-            end,
-            last_status: None,
-            retries_refused: 0,
+            ending: Ending {
+                end,
+                attempts: 3,
+                exit_code,
+                reason: "".into(),
+                last_status: None,
+                retries_refused: 0,
+            },
         }
     }
 

@@ -1,6 +1,6 @@
 //! What happens when a run ends, besides its exit status.
 //!
-//! `lib::drive` builds one [`RunSummary`] when a run has ended, however it
+//! `drive` builds one [`RunSummary`] when a run has ended, however it
 //! ended (success, give-up, a permanent failure, the deadline, a refusal by
 //! the breaker or the budget, a signal), and hands it to each [`Output`]
 //! the flags asked for. The loop never learns which outputs exist; a run
@@ -9,17 +9,24 @@
 //! attempt's `--hold-output`), `textfile` and `push` (Prometheus metrics,
 //! rendered by `metrics`), `ping` (a heartbeat monitor), over the HTTP
 //! client of `client`, and `give_up` (the `--on-give-up` hook).
+//!
+//! The reports over the network (the push and the pings) share one bound,
+//! [`REPORTS`] from the end of the run, [`REPORTS_AFTER_SIGNAL`] when a
+//! signal ended it: a supervisor that stops retry (`docker stop` sends TERM
+//! and KILL 10 s later) still hears the final ping, and a monitor that
+//! hangs never holds the exit longer. [`ReportClock`] carries it to them.
 
+use std::cell::Cell;
 use std::future::Future;
 use std::pin::Pin;
+use std::rc::Rc;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::attempt::hold::Held;
 use crate::attempt::hook::Hook;
 use nix::sys::signal::Signal;
 
-use crate::classify::Status;
-use crate::event::End;
+use crate::event::{End, Ending};
 use crate::log::Logger;
 use crate::signals::Signals;
 
@@ -31,23 +38,59 @@ pub mod ping;
 mod push;
 mod textfile;
 
-/// What the end-of-run outputs know of a run: built once, read by all.
+/// What the end-of-run outputs know of a run: how it ended (the same
+/// account the log's `done` line and the exit status come from) and when.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunSummary {
     /// Wall-clock time when retry started the run.
     pub started_at: SystemTime,
     /// From the start of the run to its end (the outputs' own time excluded).
     pub duration: Duration,
-    /// Attempts started (0 when the breaker refused the run).
-    pub attempts: u32,
-    /// retry's exit status.
-    pub exit_code: u8,
-    /// How the run ended.
-    pub end: End,
-    /// The last attempt's status (`None` when no attempt ran).
-    pub last_status: Option<Status>,
-    /// Retries the group's retry budget refused (a refusal ends the run).
-    pub retries_refused: u32,
+    pub ending: Ending,
+}
+
+/// The environment variables of the reports, which the command does not
+/// get: the heartbeat check and the gateway's job belong to this run (a
+/// retry inside COMMAND must not report to them too), and they may hold a
+/// secret.
+pub const REPORTS_ENV: [&str; 4] = [
+    "RETRY_PING",
+    "RETRY_PING_FILE",
+    "RETRY_METRICS_PUSH",
+    "RETRY_METRICS_PUSH_PASSWORD_FILE",
+];
+
+/// How long the reports over the network may take in all, from the end
+/// of the run: well inside the 10 s a supervisor such as `docker stop`
+/// gives between TERM and KILL.
+pub const REPORTS: Duration = Duration::from_secs(8);
+/// The same when a signal ended the run: the command's own exit took part
+/// of the supervisor's grace already.
+pub const REPORTS_AFTER_SIGNAL: Duration = Duration::from_secs(4);
+
+/// When the reports over the network must be done, shared by the outputs
+/// that send them; set once the run has ended (until then, unbounded: the
+/// start ping runs under its own limits).
+#[derive(Debug, Clone, Default)]
+pub struct ReportClock(Rc<Cell<Option<Instant>>>);
+
+impl ReportClock {
+    /// Starts the bound for a run that ended as `end`.
+    fn start(&self, end: End) {
+        let bound = if end == End::Interrupted {
+            REPORTS_AFTER_SIGNAL
+        } else {
+            REPORTS
+        };
+        self.0.set(Instant::now().checked_add(bound));
+    }
+
+    /// The time left (zero once it is over); `None` before the run ended.
+    pub fn left(&self) -> Option<Duration> {
+        self.0
+            .get()
+            .map(|until| until.saturating_duration_since(Instant::now()))
+    }
 }
 
 /// What an output may use while it does its work: the log, the signals (an
@@ -103,6 +146,7 @@ pub fn check(options: &FinishOptions) -> Result<(), String> {
 #[derive(Default)]
 pub struct Outputs {
     list: Vec<Box<dyn Output>>,
+    clock: ReportClock,
 }
 
 impl Outputs {
@@ -122,11 +166,12 @@ impl Outputs {
             }
             if let Some(url) = &m.push {
                 let push = push::Push::new(url.clone(), m.job.clone(), m.labels.clone());
-                outputs.push(Box::new(push));
+                outputs.push(Box::new(push.with_clock(outputs.clock.clone())));
             }
         }
         if let Some(p) = &options.ping {
-            outputs.push(Box::new(ping::Ping::new(p)));
+            let ping = ping::Ping::new(p).with_clock(outputs.clock.clone());
+            outputs.push(Box::new(ping));
         }
         if let Some(hook) = &options.on_give_up {
             outputs.push(Box::new(give_up::GiveUp::new(hook)));
@@ -152,6 +197,7 @@ impl Outputs {
 
     /// Hands the summary to every output, one after the other.
     pub async fn finished(&mut self, summary: &RunSummary, ctx: &mut Ctx<'_>) {
+        self.clock.start(summary.ending.end);
         for output in &mut self.list {
             output.finished(summary, ctx).await;
         }
@@ -161,6 +207,7 @@ impl Outputs {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::End;
     use std::cell::RefCell;
     use std::rc::Rc;
 
@@ -178,7 +225,7 @@ mod tests {
             Box::pin(async move {
                 seen.borrow_mut().push(format!(
                     "finished {} after {} attempts",
-                    summary.exit_code, summary.attempts
+                    summary.ending.exit_code, summary.ending.attempts
                 ));
             })
         }
@@ -198,11 +245,14 @@ mod tests {
         let summary = RunSummary {
             started_at: SystemTime::UNIX_EPOCH,
             duration: Duration::from_secs(1),
-            attempts: 3,
-            exit_code: 0,
-            end: End::Success,
-            last_status: None,
-            retries_refused: 0,
+            ending: Ending {
+                end: End::Success,
+                attempts: 3,
+                exit_code: 0,
+                reason: "".into(),
+                last_status: None,
+                retries_refused: 0,
+            },
         };
         runtime.block_on(async {
             let mut log = Logger::stderr();

@@ -8,14 +8,17 @@
 //! The first attempt waits for the start ping's answer [`START_WAIT`] at
 //! most; a slower monitor gets it in the background, so it never holds the
 //! command up longer. The final ping waits for it, so the monitor never
-//! hears "started" after "done". Each ping is tried up to [`TRIES`] times,
-//! [`TRY_LIMIT`] each, with jittered pauses (10.5 s at most); a ping that
-//! fails costs one warning, never the exit status. The URL's path is the
-//! secret, so logs show only its host. With `--ping-log`, the final ping
-//! carries a masked summary of the run ([`body`]).
+//! hears "started" after "done", but only while one try of the final ping
+//! still fits in the reports' shared bound (`super::REPORTS`): an
+//! unanswered start ping is then abandoned, and the final one, which
+//! raises the alarm, goes. Each ping is tried up to [`TRIES`] times,
+//! [`TRY_LIMIT`] each, with jittered pauses, within that bound; a ping
+//! that fails costs one warning, never the exit status. The URL's path is
+//! the secret, so logs show only its host. With `--ping-log`, the final
+//! ping carries a masked summary of the run ([`body`]).
 
 use std::fmt::Write;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rand::TryRng;
 use reqwest::header::CONTENT_TYPE;
@@ -23,7 +26,7 @@ use reqwest::{Client, Url};
 use tokio::task::JoinHandle;
 
 use super::client;
-use super::{Ctx, Output, RunSummary, Work};
+use super::{Ctx, Output, ReportClock, RunSummary, Work};
 use crate::backoff::{Backoff, DelayPolicy, Growth, Jitter};
 use crate::event::Event;
 use crate::human::human;
@@ -69,6 +72,7 @@ pub struct Ping {
     client: Option<Client>,
     start: Option<Start>,
     tail: Option<Tail>,
+    clock: ReportClock,
 }
 
 impl Ping {
@@ -79,7 +83,13 @@ impl Ping {
             client: None,
             start: None,
             tail: None,
+            clock: ReportClock::default(),
         }
+    }
+
+    /// The pings under the reports' shared bound.
+    pub fn with_clock(self, clock: ReportClock) -> Ping {
+        Ping { clock, ..self }
     }
 
     fn shown(&self) -> String {
@@ -116,14 +126,22 @@ fn pause_rng() -> JitterRng {
 }
 
 /// One ping, tried until it is answered with 2xx, refused for good (a 4xx
-/// other than 408 and 429), or out of tries: at most [`TRIES`] times
-/// [`TRY_LIMIT`] plus the pauses, about 10 s.
-async fn ping(client: Client, url: Url, body: Option<String>) -> Result<(), String> {
+/// other than 408 and 429), out of tries (at most [`TRIES`] times
+/// [`TRY_LIMIT`] plus the pauses, about 10 s), or out of time: `until`, if
+/// given, cuts a try short and starts no pause it would not outlast.
+async fn ping(
+    client: Client,
+    url: Url,
+    body: Option<String>,
+    until: Option<Instant>,
+) -> Result<(), String> {
     let mut pauses = Backoff::new(PAUSES);
     let mut rng = pause_rng();
     let mut tries = 0;
+    let left = || until.map(|u| u.saturating_duration_since(Instant::now()));
     loop {
         tries += 1;
+        let limit = left().map_or(TRY_LIMIT, |l| l.min(TRY_LIMIT));
         let request = match &body {
             Some(b) => client
                 .post(url.clone())
@@ -131,7 +149,7 @@ async fn ping(client: Client, url: Url, body: Option<String>) -> Result<(), Stri
                 .body(b.clone()),
             None => client.get(url.clone()),
         };
-        let why = match client::exchange(request, TRY_LIMIT).await {
+        let why = match client::exchange(request, limit).await {
             Ok(a) if (200..300).contains(&a.status) => return Ok(()),
             Ok(a) => {
                 let why = format!("HTTP {}", a.status);
@@ -142,10 +160,16 @@ async fn ping(client: Client, url: Url, body: Option<String>) -> Result<(), Stri
             }
             Err(f) => f.to_string(),
         };
-        if tries >= TRIES {
-            return Err(format!("{why} ({tries} tries)"));
+        let pause = pauses.next(&mut rng).delay;
+        if tries >= TRIES || left().is_some_and(|l| l <= pause) {
+            let tries = if tries == 1 {
+                "1 try".to_string()
+            } else {
+                format!("{tries} tries")
+            };
+            return Err(format!("{why} ({tries})"));
         }
-        tokio::time::sleep(pauses.next(&mut rng).delay).await;
+        tokio::time::sleep(pause).await;
     }
 }
 
@@ -158,7 +182,7 @@ impl Output for Ping {
             match self.client() {
                 Ok(c) => {
                     let url = with_segment(&self.url, "start");
-                    let mut running = tokio::spawn(ping(c, url, None));
+                    let mut running = tokio::spawn(ping(c, url, None, None));
                     // Signals wait meanwhile: the attempt runner hears them.
                     self.start = Some(match tokio::time::timeout(START_WAIT, &mut running).await {
                         Ok(done) => Start::Done(done.unwrap_or_else(|e| Err(e.to_string()))),
@@ -182,8 +206,18 @@ impl Output for Ping {
                 let outcome = match start {
                     Start::Done(r) => r,
                     Start::Running(mut running) => {
-                        match client::unless_cut(&mut running, ctx).await {
-                            Some(r) => r.unwrap_or_else(|e| Err(e.to_string())),
+                        // One try of the final ping must still fit.
+                        let wait = self
+                            .clock
+                            .left()
+                            .map_or(TRIES * TRY_LIMIT, |l| l.saturating_sub(TRY_LIMIT));
+                        let waited = tokio::time::timeout(wait, &mut running);
+                        match client::unless_cut(waited, ctx).await {
+                            Some(Ok(r)) => r.unwrap_or_else(|e| Err(e.to_string())),
+                            Some(Err(_)) => {
+                                running.abort();
+                                Err("no answer before the final ping was due".into())
+                            }
                             None => {
                                 running.abort();
                                 Err(client::cut_short(ctx))
@@ -205,10 +239,10 @@ impl Output for Ping {
             if ctx.cut.is_some() {
                 return;
             }
-            let (url, what) = if summary.exit_code == 0 {
+            let (url, what) = if summary.ending.exit_code == 0 {
                 (self.url.clone(), "success".to_string())
             } else {
-                let code = summary.exit_code.to_string();
+                let code = summary.ending.exit_code.to_string();
                 (
                     with_segment(&self.url, &code),
                     format!("exit status {code}"),
@@ -226,7 +260,8 @@ impl Output for Ping {
                 let tail = self.tail.as_ref().map(Tail::text).unwrap_or_default();
                 body(summary, &tail)
             });
-            let outcome = client::unless_cut(ping(client, url, payload), ctx)
+            let until = self.clock.left().map(|l| Instant::now() + l);
+            let outcome = client::unless_cut(ping(client, url, payload, until), ctx)
                 .await
                 .unwrap_or_else(|| Err(client::cut_short(ctx)));
             let message = match outcome {
@@ -249,17 +284,17 @@ impl Output for Ping {
 /// oldest log lines give way first).
 pub fn body(summary: &RunSummary, tail: &str) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "outcome: {}", summary.end.as_str());
-    let _ = writeln!(out, "exit status: {}", summary.exit_code);
-    let _ = writeln!(out, "attempts: {}", summary.attempts);
-    if let Some(last) = &summary.last_status {
+    let _ = writeln!(out, "outcome: {}", summary.ending.end.as_str());
+    let _ = writeln!(out, "exit status: {}", summary.ending.exit_code);
+    let _ = writeln!(out, "attempts: {}", summary.ending.attempts);
+    if let Some(last) = &summary.ending.last_status {
         let _ = writeln!(out, "last attempt: {}", mask::text(&last.to_string()));
     }
-    if summary.retries_refused > 0 {
+    if summary.ending.retries_refused > 0 {
         let _ = writeln!(
             out,
             "retries refused by the group's budget: {}",
-            summary.retries_refused
+            summary.ending.retries_refused
         );
     }
     let _ = writeln!(
@@ -303,18 +338,21 @@ fn truncate_front(s: String, limit: usize) -> String {
 mod tests {
     use super::*;
     use crate::classify::Status;
-    use crate::event::End;
+    use crate::event::{End, Ending};
     use std::time::UNIX_EPOCH;
 
     fn summary() -> RunSummary {
         RunSummary {
             started_at: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
             duration: Duration::from_millis(2_312),
-            attempts: 5,
-            exit_code: 1,
-            end: End::Exhausted,
-            last_status: Some(Status::Exited(1)),
-            retries_refused: 0,
+            ending: Ending {
+                end: End::Exhausted,
+                attempts: 5,
+                exit_code: 1,
+                reason: "".into(),
+                last_status: Some(Status::Exited(1)),
+                retries_refused: 0,
+            },
         }
     }
 

@@ -5,8 +5,10 @@
 //! failed run's push, stays as the gateway has it (and the other way
 //! round). The job and labels travel in the path only, as the gateway asks;
 //! a value that is not plain path text goes base64url-encoded with the
-//! `@base64` suffix the gateway reads. One try, at most about two seconds:
-//! a gateway that is down costs one warning, never the run's status.
+//! `@base64` suffix the gateway reads. One try, at most two seconds and
+//! never more than a third of the time the reports have left (the
+//! heartbeat, whose silence raises an alarm, keeps the most): a gateway
+//! that is down costs one warning, never the run's status.
 
 use std::time::Duration;
 
@@ -16,7 +18,7 @@ use reqwest::Url;
 use reqwest::header::CONTENT_TYPE;
 
 use super::metrics::{self, Kept};
-use super::{Ctx, Output, RunSummary, Work, client};
+use super::{Ctx, Output, ReportClock, RunSummary, Work, client};
 use crate::event::Event;
 use crate::mask;
 
@@ -30,6 +32,7 @@ pub struct Push {
     gateway: Url,
     job: String,
     labels: Vec<(String, String)>,
+    clock: ReportClock,
 }
 
 impl Push {
@@ -39,7 +42,18 @@ impl Push {
             gateway,
             job,
             labels,
+            clock: ReportClock::default(),
         }
+    }
+
+    /// The push under the reports' shared bound.
+    pub fn with_clock(self, clock: ReportClock) -> Push {
+        Push { clock, ..self }
+    }
+
+    /// The limit of the exchange: [`LIMIT`], within a third of what is left.
+    fn limit(&self) -> Duration {
+        self.clock.left().map_or(LIMIT, |left| LIMIT.min(left / 3))
     }
 }
 
@@ -91,7 +105,7 @@ impl Output for Push {
             let outcome = match client::build() {
                 Ok(http) => {
                     let request = http.post(url).header(CONTENT_TYPE, TEXT_FORMAT).body(body);
-                    match client::unless_cut(client::exchange(request, LIMIT), ctx).await {
+                    match client::unless_cut(client::exchange(request, self.limit()), ctx).await {
                         Some(r) => r.map_err(|f| f.to_string()),
                         None => Err(client::cut_short(ctx)),
                     }

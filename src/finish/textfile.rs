@@ -8,7 +8,9 @@
 //! as for every file retry writes (`fsutil::Rule::Output`), once before the
 //! command runs ([`check`]: a usage error) and again when writing. The
 //! previous file is read without following a link, for the times of the
-//! last success and failure.
+//! last success and failure, and never more of it than retry could have
+//! written. In a directory others can write to, a file another user left
+//! at the path is refused (theirs to change, and their times to fake).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -37,8 +39,13 @@ impl Textfile {
 /// is trusted, and a file can be created in it (nothing is left there).
 /// The error is the usage-error line.
 pub fn check(path: &Path) -> Result<(), String> {
-    let target = fsutil::resolve(path, Rule::Output)
-        .map_err(|e| format!("cannot write --metrics-file {}: {e}", path.display()))?;
+    let target = fsutil::resolve(path, Rule::Output).map_err(|e| {
+        format!(
+            "cannot write --metrics-file {}: {}",
+            path.display(),
+            e.about(path)
+        )
+    })?;
     target.dir.probe_writable().map_err(|e| {
         format!(
             "cannot write --metrics-file {}: {}: {}",
@@ -54,11 +61,16 @@ fn write(path: &Path, summary: &RunSummary, labels: &[(String, String)]) -> Resu
     let target = fsutil::resolve(path, Rule::Output).map_err(|e| e.to_string())?;
     let shown = target.path();
     let fail = |e: std::io::Error| format!("{}: {}", shown.display(), crate::human::io_error(&e));
-    // A file that cannot be read (not ours, not a regular file) keeps no
-    // times: it is replaced all the same.
-    let kept = match target.dir.read_at(&target.name) {
-        Ok(Some((bytes, _))) => metrics::kept_from(&String::from_utf8_lossy(&bytes)),
-        Ok(None) | Err(_) => Kept::default(),
+    // A file that cannot be read (not a regular file), or that is larger
+    // than any retry writes with these labels, keeps no times: it is
+    // replaced all the same. Only that much of it is ever read, whatever
+    // was left at the path.
+    let limit = read_limit(summary, labels);
+    let kept = match target.dir.read_at_most(&target.name, limit) {
+        Ok(Some(bytes)) if (bytes.len() as u64) < limit => {
+            metrics::kept_from(&String::from_utf8_lossy(&bytes))
+        }
+        Ok(_) | Err(_) => Kept::default(),
     };
     let text = metrics::render(summary, labels, kept);
     let mut temp = target.dir.temp_file(&target.name, MODE).map_err(fail)?;
@@ -71,6 +83,17 @@ fn write(path: &Path, summary: &RunSummary, labels: &[(String, String)]) -> Resu
         .map_or((None, None), |s| (Some(s.st_uid), Some(s.st_gid)));
     temp.set_mode_and_owner(MODE, uid, gid).map_err(fail)?;
     temp.persist(&target.name, Durability::Sync).map_err(fail)
+}
+
+/// The most of a previous metrics file that is read: a few times what this
+/// run writes with the same labels and both times kept at their longest
+/// (room for a file written with other flags, still a few kilobytes).
+fn read_limit(summary: &RunSummary, labels: &[(String, String)]) -> u64 {
+    let longest = Kept {
+        last_success: Some(f64::MAX),
+        last_failure: Some(f64::MAX),
+    };
+    4 * metrics::render(summary, labels, longest).len() as u64
 }
 
 impl Output for Textfile {

@@ -3,15 +3,18 @@
 
 use super::*;
 use std::io::{Read, Seek, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 
+// The integration tests' precondition switch: strict runs fail where root
+// is missing, others count the skip.
+#[allow(dead_code)]
+#[path = "../../tests/it/need.rs"]
+mod need;
+
+#[track_caller]
 fn root() -> bool {
-    if Uid::effective().is_root() {
-        true
-    } else {
-        eprintln!("SKIPPED: this test changes file owners and needs root");
-        false
-    }
+    need::root("the test changes file owners")
 }
 
 /// A user id that is not the caller's.
@@ -290,4 +293,172 @@ fn an_ordinary_directory_has_room() {
     let t = tmp();
     Dir::open(t.path()).unwrap().check_room().unwrap();
     assert!(names(t.path()).is_empty());
+}
+
+/// A directory anyone may write to, sticky, as /tmp; inside `t`.
+fn sticky(t: &tempfile::TempDir) -> PathBuf {
+    let shared = t.path().join("shared");
+    std::fs::create_dir(&shared).unwrap();
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    shared
+}
+
+#[test]
+fn another_user_s_file_or_fifo_in_a_sticky_directory_is_refused() {
+    if !root() {
+        return;
+    }
+    let t = tmp();
+    let shared = sticky(&t);
+    let file = shared.join("install.sh");
+    std::fs::write(&file, b"").unwrap();
+    std::os::unix::fs::chown(&file, Some(OTHER), None).unwrap();
+    let fifo = shared.join("secret.conf");
+    nix::unistd::mkfifo(&fifo, Mode::from_bits_truncate(0o622)).unwrap();
+    std::os::unix::fs::chown(&fifo, Some(OTHER), None).unwrap();
+    for (path, kind) in [(&file, "file"), (&fifo, "FIFO")] {
+        for result in [
+            resolve(path, Rule::Output).map(drop),
+            open_destination(path, Rule::Output).map(drop),
+            open_append(path, Rule::Output).map(drop),
+        ] {
+            match result {
+                Err(ResolveError::Untrusted(u)) => assert!(
+                    u.why
+                        .contains(&format!("another user's {kind} (uid {OTHER})")),
+                    "{u}"
+                ),
+                other => panic!("{kind}: {other:?}"),
+            }
+        }
+    }
+    // The caller's own file there is written as anywhere.
+    let mine = shared.join("mine");
+    std::fs::write(&mine, b"").unwrap();
+    assert!(resolve(&mine, Rule::Output).unwrap().shared);
+    // Outside a shared directory another user's file keeps its place (its
+    // owner and mode carry over to the new content).
+    let theirs = t.path().join("theirs");
+    std::fs::write(&theirs, b"").unwrap();
+    std::os::unix::fs::chown(&theirs, Some(OTHER), None).unwrap();
+    assert!(!resolve(&theirs, Rule::Output).unwrap().shared);
+}
+
+#[test]
+fn a_fifo_nobody_reads_is_an_error_at_once_and_one_with_a_reader_is_written() {
+    let t = tmp();
+    let fifo = t.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, Mode::from_bits_truncate(0o600)).unwrap();
+    let started = std::time::Instant::now();
+    for e in [
+        open_destination(&fifo, Rule::Output).map(drop).unwrap_err(),
+        open_append(&fifo, Rule::Output).map(drop).unwrap_err(),
+    ] {
+        assert!(e.to_string().contains("nobody reads"), "{e}");
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // A reader (opened non-blocking, so this test waits for nothing either).
+    let reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
+    let Destination::Direct(mut f) = open_destination(&fifo, Rule::Output).unwrap() else {
+        panic!("a FIFO is written directly");
+    };
+    f.write_all(b"body").unwrap();
+    let mut got = [0u8; 4];
+    (&reader).read_exact(&mut got).unwrap();
+    assert_eq!(&got, b"body");
+    // Writes wait for a slow reader again, as on stdout.
+    let flags = nix::fcntl::fcntl(f.as_fd(), nix::fcntl::FcntlArg::F_GETFL).unwrap();
+    assert_eq!(flags & nix::libc::O_NONBLOCK, 0);
+}
+
+#[test]
+fn dev_stdout_on_a_pipe_is_written_through_the_descriptor() {
+    let (read, write) = nix::unistd::pipe().unwrap();
+    let fd = write.as_raw_fd();
+    let path = PathBuf::from(format!("/proc/self/fd/{fd}"));
+    let Destination::Direct(mut f) = open_destination(&path, Rule::Output).unwrap() else {
+        panic!("a pipe is written directly");
+    };
+    f.write_all(b"through").unwrap();
+    drop(f);
+    drop(write);
+    let mut got = String::new();
+    File::from(read).read_to_string(&mut got).unwrap();
+    assert_eq!(got, "through");
+}
+
+#[test]
+fn no_more_of_a_file_is_read_than_asked() {
+    let t = tmp();
+    let f = t.path().join("x.prom");
+    // 3 GB, sparse: reading it whole would take seconds and gigabytes.
+    File::create(&f).unwrap().set_len(3 << 30).unwrap();
+    let dir = Dir::open(t.path()).unwrap();
+    let bytes = dir
+        .read_at_most(OsStr::new("x.prom"), 4096)
+        .unwrap()
+        .unwrap();
+    assert_eq!(bytes.len(), 4096);
+    assert_eq!(dir.read_at_most(OsStr::new("none"), 1).unwrap(), None);
+    nix::unistd::mkfifo(&t.path().join("p"), Mode::from_bits_truncate(0o600)).unwrap();
+    assert!(dir.read_at_most(OsStr::new("p"), 1).is_err());
+}
+
+#[test]
+fn a_directory_writable_through_an_acl_is_refused() {
+    let t = tmp();
+    let d = t.path().join("acl");
+    std::fs::create_dir(&d).unwrap();
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let granted = std::process::Command::new("setfacl")
+        .args(["-m", &format!("u:{OTHER}:rwx")])
+        .arg(&d)
+        .status();
+    match granted {
+        Ok(s) if s.success() => {}
+        // scripts/test.sh installs acl; a file system without ACLs cannot
+        // hold the case at all.
+        other => panic!("setfacl (Debian's acl) failed: {other:?}"),
+    }
+    let dir = Dir::open(&d).unwrap();
+    let u = dir.check(Rule::Output).unwrap_err();
+    assert!(
+        u.why.contains(&format!("user {OTHER} through an ACL")),
+        "{u}"
+    );
+    assert!(Dir::create_private(&d).is_err());
+    // A mask without write takes it away again.
+    assert!(
+        std::process::Command::new("setfacl")
+            .args(["-m", "m::rx"])
+            .arg(&d)
+            .status()
+            .unwrap()
+            .success()
+    );
+    assert!(Dir::open(&d).unwrap().check(Rule::Output).is_ok());
+}
+
+#[test]
+fn a_long_acl_is_read_whole() {
+    let t = tmp();
+    // 40 named users who may only read, and one more who may write: past
+    // what the first read has room for.
+    let mut spec: Vec<String> = (2000..2040).map(|u| format!("u:{u}:r-x")).collect();
+    spec.push("u:2100:rwx".into());
+    let granted = std::process::Command::new("setfacl")
+        .args(["-m", &spec.join(",")])
+        .arg(t.path())
+        .status()
+        .expect("setfacl (Debian's acl)");
+    assert!(granted.success());
+    let u = Dir::open(t.path())
+        .unwrap()
+        .check(Rule::Output)
+        .unwrap_err();
+    assert!(u.why.contains("user 2100 through an ACL"), "{u}");
 }

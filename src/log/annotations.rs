@@ -13,7 +13,9 @@ use crate::event::{End, Event};
 pub fn annotation(event: &Event<'_>, elapsed: Duration) -> Option<String> {
     let level = match event {
         Event::Attempt { verdict, .. } if *verdict != Verdict::Success => "warning",
-        Event::Done { end, .. } if !matches!(end, End::Success | End::Interrupted) => "error",
+        Event::Done { ending, .. } if !matches!(ending.end, End::Success | End::Interrupted) => {
+            "error"
+        }
         _ => return None,
     };
     let line = text::line(event, elapsed);
@@ -36,6 +38,7 @@ pub fn annotation(event: &Event<'_>, elapsed: Duration) -> Option<String> {
 mod tests {
     use super::*;
     use crate::classify::Status;
+    use crate::event::Ending;
 
     #[test]
     fn annotation_lines_are_escaped_workflow_commands() {
@@ -52,23 +55,25 @@ mod tests {
             annotation(&failed, Duration::ZERO).as_deref(),
             Some("::warning title=retry::attempt 1/3 failed (exit 1) after 5ms\n")
         );
-        let done = Event::Done {
-            end: End::Permanent,
+        let broken = Ending {
             attempts: 1,
+            ..Ending::before_attempts(End::Permanent, 2, "100% broken\nreally")
+        };
+        let done = Event::Done {
+            ending: &broken,
             max: Some(3),
-            exit_code: 2,
-            reason: "100% broken\nreally",
         };
         let line = annotation(&done, Duration::ZERO).expect("an error annotation");
         assert!(line.starts_with("::error title=retry::giving up after 1 attempt"));
         assert!(line.contains("100%25 broken%0Areally"));
         assert_eq!(line.matches('\n').count(), 1);
-        let ok = Event::Done {
-            end: End::Success,
+        let succeeded = Ending {
             attempts: 2,
+            ..Ending::before_attempts(End::Success, 0, "")
+        };
+        let ok = Event::Done {
+            ending: &succeeded,
             max: Some(3),
-            exit_code: 0,
-            reason: "",
         };
         assert_eq!(annotation(&ok, Duration::ZERO), None);
     }

@@ -197,18 +197,12 @@ fn bodies<'a>(event: &'a Event<'a>) -> Vec<Body<'a>> {
             }
             out
         }
-        Event::Done {
-            end,
-            attempts,
-            max,
-            exit_code,
-            reason,
-        } => vec![Body::Done {
-            outcome: end.as_str(),
-            attempts: *attempts,
+        Event::Done { ending, max } => vec![Body::Done {
+            outcome: ending.end.as_str(),
+            attempts: ending.attempts,
             max: *max,
-            exit_code: *exit_code,
-            reason: (!reason.is_empty()).then_some(*reason),
+            exit_code: ending.exit_code,
+            reason: (!ending.reason.is_empty()).then_some(&*ending.reason),
         }],
         Event::Reset { attempt, up, after } => vec![Body::Reset {
             attempt: *attempt,

@@ -162,8 +162,8 @@ impl Channel {
                 Verdict::Success => v >= 1 || (json || next.is_some()) && v >= 0,
                 _ => v >= 0,
             },
-            Event::Done { end, attempts, .. } => match end {
-                End::Success => v >= 1 || (v >= 0 && (*attempts > 1 || json)),
+            Event::Done { ending, .. } => match ending.end {
+                End::Success => v >= 1 || (v >= 0 && (ending.attempts > 1 || json)),
                 _ => v >= -1,
             },
             Event::Warning { .. } | Event::Reset { .. } => v >= 0,
@@ -198,16 +198,24 @@ pub struct Logger {
 }
 
 impl Logger {
-    /// Open the log as configured. Fails only when `--log-file` cannot be opened.
-    pub fn open(opts: &LogOptions, started: Instant) -> std::io::Result<Logger> {
+    /// Open the log as configured. Fails only when `--log-file` cannot be
+    /// opened (the error is the message, naming the flag): it is opened as
+    /// every file retry writes where others may be (`fsutil::open_append`:
+    /// no planted link followed, no other user's file written into, no wait
+    /// for a FIFO's reader).
+    pub fn open(opts: &LogOptions, started: Instant) -> Result<Logger, String> {
+        use crate::fsutil::{Rule, open_append};
         let extras = Extras::decide(opts, &Surroundings::detect());
         let (format, verbosity) = stderr_channel(opts);
         let mut channels = Vec::with_capacity(2);
         if let Some(path) = &opts.file {
-            let file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)?;
+            let file = open_append(path, Rule::Output).map_err(|e| {
+                format!(
+                    "cannot open --log-file {}: {}",
+                    path.display(),
+                    e.about(path)
+                )
+            })?;
             channels.push(Channel {
                 format: opts.format,
                 verbosity: i8::MAX,
@@ -296,6 +304,21 @@ impl Logger {
             },
         );
         tail
+    }
+
+    /// A warning that `-q` shows too (only `-qq` hides it): the command's
+    /// output that follows, or went before, is not what was asked for
+    /// (held output cut short, or not held at all). Rendered as any
+    /// warning.
+    pub fn output_warning(&mut self, message: &str) {
+        let event = Event::Warning { message };
+        let elapsed = self.started.elapsed();
+        for ch in &mut self.channels {
+            if ch.verbosity >= -1 {
+                let out = ch.render(&event, elapsed, &self.origin);
+                let _ = ch.sink.write_all(out.as_bytes());
+            }
+        }
     }
 
     /// retry's own failure, in the log's format: `retry: MESSAGE` or an

@@ -6,7 +6,7 @@ use std::time::Duration;
 use anstyle::{AnsiColor, Style};
 
 use crate::classify::Verdict;
-use crate::event::{End, Event};
+use crate::event::{End, Ending, Event};
 use crate::human::{human, of_max, shell_line};
 
 /// What the group's pace added to a wait, if anything.
@@ -76,13 +76,14 @@ pub fn line(event: &Event<'_>, elapsed: Duration) -> String {
                 (_, None) => format!("retry: attempt {n} failed ({status}) after {d}"),
             }
         }
-        Event::Done {
-            end,
-            attempts,
-            max,
-            exit_code,
-            reason,
-        } => {
+        Event::Done { ending, max } => {
+            let Ending {
+                end,
+                attempts,
+                exit_code,
+                reason,
+                ..
+            } = ending;
             let plural = if *attempts == 1 { "" } else { "s" };
             match end {
                 End::Success => format!(
@@ -131,14 +132,11 @@ pub fn paint(line: &str, event: &Event<'_>) -> String {
             ..
         } => Some(("succeeded", GOOD)),
         Event::Attempt { .. } => Some(("failed", WARN)),
-        Event::Done {
-            end: End::Success, ..
-        } => Some(("succeeded", GOOD)),
-        Event::Done {
-            end: End::Interrupted,
-            ..
-        } => Some(("interrupted", BAD)),
-        Event::Done { .. } => Some(("giving up", BAD)),
+        Event::Done { ending, .. } => match ending.end {
+            End::Success => Some(("succeeded", GOOD)),
+            End::Interrupted => Some(("interrupted", BAD)),
+            _ => Some(("giving up", BAD)),
+        },
         Event::Warning { .. } => Some(("warning:", WARN)),
         _ => None,
     };
@@ -193,18 +191,22 @@ mod tests {
             line(&e, Duration::ZERO),
             "retry: attempt 1/3 failed (exit 1) after 5ms; next in 1s 200ms (full jitter, ceiling 1s; 700ms of it for the group's pace)"
         );
-        let done = |attempts| Event::Done {
-            end: End::Refused,
+        let refused = |attempts| Ending {
             attempts,
-            max: Some(3),
-            exit_code: 75,
-            reason: "the circuit breaker is open",
+            ..Ending::before_attempts(End::Refused, 75, "the circuit breaker is open")
         };
-        assert_eq!(
-            line(&done(0), Duration::ZERO),
-            "retry: the circuit breaker is open; exiting 75"
-        );
-        assert!(line(&done(2), Duration::ZERO).starts_with("retry: giving up after 2 attempts"));
+        let done = |attempts| {
+            let ending = refused(attempts);
+            line(
+                &Event::Done {
+                    ending: &ending,
+                    max: Some(3),
+                },
+                Duration::ZERO,
+            )
+        };
+        assert_eq!(done(0), "retry: the circuit breaker is open; exiting 75");
+        assert!(done(2).starts_with("retry: giving up after 2 attempts"));
     }
 
     #[test]

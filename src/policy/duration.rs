@@ -7,6 +7,10 @@
 //! positive value too small for a nanosecond rounds up to one: a sleep the
 //! user asked for never silently becomes zero. `inf`/`infinity` are read too,
 //! so the caller can accept them where "no limit" makes sense.
+//!
+//! One of humantime's units is refused: `M`, its month, which in a retry
+//! policy is far more often a mistyped minute. `month`/`months` written out
+//! still read as months (30.44 days), and `w` as weeks.
 
 use std::time::Duration;
 
@@ -27,6 +31,8 @@ pub enum DurError {
     Negative,
     /// Beyond what a `Duration` holds (about 584 billion years).
     TooLarge,
+    /// Uses `M` as a unit: minutes or months? [`with_m_as`] writes the fix.
+    MinutesOrMonths,
 }
 
 const NANOS_PER_SEC: u128 = 1_000_000_000;
@@ -47,12 +53,48 @@ pub fn parse(s: &str) -> Result<Dur, DurError> {
     if let Some(r) = seconds_form(t) {
         return r;
     }
-    humantime::parse_duration(t)
-        .map(Dur::Finite)
-        .map_err(|e| match e {
-            humantime::DurationError::NumberOverflow => DurError::TooLarge,
-            _ => DurError::Invalid,
-        })
+    let d = humantime::parse_duration(t).map_err(|e| match e {
+        humantime::DurationError::NumberOverflow => DurError::TooLarge,
+        _ => DurError::Invalid,
+    })?;
+    if units(t).any(|unit| unit == "M") {
+        return Err(DurError::MinutesOrMonths);
+    }
+    Ok(Dur::Finite(d))
+}
+
+/// The unit words of a duration in humantime's form (`1h 30m`: `h`, `m`).
+fn units(t: &str) -> impl Iterator<Item = &str> {
+    t.split(|c: char| !c.is_alphabetic())
+        .filter(|w| !w.is_empty())
+}
+
+/// `t` with each unit `M` written as `unit`: the fix a refusal suggests
+/// (`5M` as `5min`, or as `5months`; `1M` as `1month`).
+pub fn with_m_as(t: &str, unit: &str) -> String {
+    let t = t.trim();
+    let mut out = String::with_capacity(t.len() + 8);
+    let mut rest = t;
+    while let Some(at) = rest.find('M') {
+        let (before, after) = rest.split_at(at);
+        let alone =
+            !before.ends_with(char::is_alphabetic) && !after[1..].starts_with(char::is_alphabetic);
+        out.push_str(before);
+        if alone {
+            let number = before.trim_end();
+            let one = number.ends_with('1')
+                && !number[..number.len() - 1].ends_with(|c: char| c.is_ascii_digit() || c == '.');
+            out.push_str(unit);
+            if unit == "month" && !one {
+                out.push('s');
+            }
+        } else {
+            out.push('M');
+        }
+        rest = &after[1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The sleep(1) form: a decimal number (optionally with an exponent) and an
@@ -214,6 +256,31 @@ mod tests {
         assert_eq!(fin("1h 30m"), Duration::from_secs(5400));
         assert_eq!(fin("2min"), Duration::from_secs(120));
         assert_eq!(fin("10us"), Duration::from_micros(10));
+    }
+
+    #[test]
+    fn capital_m_is_refused_and_months_and_weeks_written_out_are_read() {
+        for s in ["1M", "5M", "1h 30M", "2 M"] {
+            assert_eq!(parse(s), Err(DurError::MinutesOrMonths), "{s}");
+        }
+        assert_eq!(fin("1month"), Duration::from_secs(2_630_016));
+        assert_eq!(fin("2months"), Duration::from_secs(2 * 2_630_016));
+        assert_eq!(fin("2w"), Duration::from_secs(14 * 86_400));
+        assert_eq!(fin("1min"), Duration::from_secs(60));
+        // Not a duration with an M unit: invalid as before.
+        assert_eq!(parse("1Mx"), Err(DurError::Invalid));
+        assert_eq!(parse("M"), Err(DurError::Invalid));
+    }
+
+    #[test]
+    fn the_fix_for_an_m_unit_writes_it_out() {
+        assert_eq!(with_m_as("5M", "min"), "5min");
+        assert_eq!(with_m_as("5M", "month"), "5months");
+        assert_eq!(with_m_as(" 1M ", "month"), "1month");
+        assert_eq!(with_m_as("11M", "month"), "11months");
+        assert_eq!(with_m_as("2.1M", "month"), "2.1months");
+        assert_eq!(with_m_as("1h 30M", "min"), "1h 30min");
+        assert_eq!(with_m_as("2 M", "min"), "2 min");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! Same rules as the rest of `policy`: every mistake is one line naming the
 //! flag and the accepted form, found before anything is sent. Reading the
 //! `@FILE`s and checking that `-o` can be written are left to the caller
-//! (`probe`), which does so before the first request: parsing does no I/O.
+//! (`mode::http`), which does so before the first request: parsing does no I/O.
 
 use std::path::{Path, PathBuf};
 
@@ -11,10 +11,10 @@ use reqwest::Method;
 use reqwest::Url;
 use reqwest::header::{HeaderName, HeaderValue};
 
-use super::{UsageError, invalid, opt_list, opt_positive_duration, path_arg, refuse_given};
+use super::{UsageError, invalid, opt_list, opt_positive_duration, path_arg};
 use crate::attempt::http::{Body, CONNECT_TIMEOUT, Data, HttpOptions, IdempotencyKey, MAX_REDIRS};
 use crate::classify::{HttpRules, RETRY_AFTER_MAX, StatusSet};
-use crate::cli::{Cli, HttpArgs};
+use crate::cli::HttpArgs;
 
 const STATUS_FORM: &str =
     "HTTP statuses, ranges and classes from 100 to 599, such as 200,204, 500-504 or 5xx";
@@ -29,37 +29,10 @@ fn is_idempotent(m: &Method) -> bool {
     )
 }
 
-/// The flags that mean something only in HTTP mode (`--connect-timeout`
-/// also serves `--tcp`), and whether each was given.
-pub(super) fn http_only(args: &HttpArgs) -> [(&'static str, bool); 14] {
-    [
-        ("--method", args.method.is_some()),
-        ("--header", !args.headers.is_empty()),
-        ("--data", !args.data.is_empty()),
-        ("--data-binary", !args.data_binary.is_empty()),
-        ("--max-redirs", args.max_redirs.is_some()),
-        ("--json", args.json.is_some()),
-        ("--retry-after-max", args.retry_after_max.is_some()),
-        ("--cacert", args.cacert.is_some()),
-        ("--insecure", args.insecure),
-        ("--output", args.output.is_some()),
-        ("--expect", args.expect.is_some()),
-        ("--retry-status", args.retry_status.is_some()),
-        ("--idempotency-key", args.idempotency_key.is_some()),
-        ("--retry-non-idempotent", args.retry_non_idempotent),
-    ]
-}
-
-/// Validate the HTTP flags. `Ok(None)` when `--http` was not given (and no
-/// HTTP-only flag either).
+/// Validate the HTTP flags. `Ok(None)` when `--http` was not given.
 pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, UsageError> {
     let Some(raw_url) = &args.url else {
-        let stray = http_only(args)
-            .into_iter()
-            .chain([("--connect-timeout", args.connect_timeout.is_some())]);
-        refuse_given(stray, |flag| {
-            format!("{flag} applies only to HTTP mode: add --http URL")
-        })?;
+        // Its flags without it are refused by `modes`.
         return Ok(None);
     };
 
@@ -200,29 +173,6 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
     Ok(Some((options, rules)))
 }
 
-/// With `--http`, the flags that belong to a COMMAND are refused.
-pub(super) fn exclusive(cli: &Cli) -> Result<(), UsageError> {
-    if !cli.command.is_empty() {
-        return Err(UsageError(
-            "--http and COMMAND are mutually exclusive: give one or the other".to_string(),
-        ));
-    }
-    refuse_given(super::process::exit_code_flags(cli), |flag| {
-        format!(
-            "{flag} applies to exit codes of a COMMAND: with --http use --expect or --retry-status"
-        )
-    })?;
-    let process = [
-        ("--restart-on-success", cli.restart_on_success),
-        ("--retry-if-output", !cli.retry_if_output.is_empty()),
-        ("--stop-if-output", !cli.stop_if_output.is_empty()),
-    ];
-    refuse_given(
-        process.into_iter().chain(super::process::given(cli)),
-        |flag| format!("{flag} applies to a COMMAND's processes, not to --http"),
-    )
-}
-
 /// A file flag's value, if given: not empty, and not taken for an option.
 fn file_arg(flag: &str, path: Option<&Path>, expected: &str) -> Result<(), UsageError> {
     match path {
@@ -338,8 +288,14 @@ mod tests {
         parse(args).expect("valid").expect("http mode")
     }
 
+    /// The usage error of the whole validation: HTTP mode's values, and
+    /// (through the table of modes) its flags given without `--http`.
     fn err(args: &[&str]) -> String {
-        parse(args).expect_err("should be a usage error").0
+        let mut argv = vec!["retry"];
+        argv.extend_from_slice(args);
+        crate::policy::Config::from_cli(Cli::parse_from(argv), Default::default())
+            .expect_err("should be a usage error")
+            .0
     }
 
     #[test]

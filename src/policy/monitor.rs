@@ -1,9 +1,12 @@
-//! The monitoring flags: `--metrics-file`, `--metrics-push`, `--metrics-job`,
-//! `--metrics-label`, `--ping` and `--ping-log`, validated into the
+//! The monitoring flags: `--metrics-file`, `--metrics-push` (with
+//! `--metrics-push-password-file`), `--metrics-job`, `--metrics-label`,
+//! `--ping` (or `--ping-file`) and `--ping-log`, validated into the
 //! end-of-run options. URLs are masked in messages: a heartbeat URL's path
-//! and a gateway's password are secrets.
+//! and a gateway's password are secrets. The file forms are read here, so
+//! that a file that cannot be read is a usage error before anything runs.
 
 use std::ffi::OsStr;
+use std::io::Read;
 use std::path::Path;
 
 use reqwest::Url;
@@ -19,48 +22,30 @@ const PUSH_FORM: &str = "the http:// or https:// URL of a Pushgateway, such as h
 const PING_FORM: &str =
     "an http:// or https:// URL of a heartbeat check, such as https://hc-ping.com/UUID";
 const LABEL_FORM: &str = "KEY=VALUE, KEY a Prometheus label name ([a-zA-Z_][a-zA-Z0-9_]*, not starting with __), VALUE not empty";
+const PING_FILE_FORM: &str = "a file whose first line is the heartbeat check's URL";
+const PASSWORD_FILE_FORM: &str = "a file whose first line is the Pushgateway's password";
+/// The most of a secret file that is read: a URL or a password is a line.
+const SECRET_FILE_MAX: u64 = 64 * 1024;
 
-/// The monitoring options for `mode`. `state_show`: `--state-show` was
-/// given, which runs nothing either.
-pub(super) fn options(
-    cli: &Cli,
-    names: &Names,
-    mode: &Mode,
-    state_show: bool,
-) -> Result<FinishOptions, UsageError> {
-    let m = &cli.monitor;
+/// The monitoring options for `mode`.
+pub(super) fn options(cli: &Cli, names: &Names, mode: &Mode) -> Result<FinishOptions, UsageError> {
     let runs_nothing = match mode {
-        Mode::DryRun { .. } => Some("--dry-run"),
-        Mode::Simulate { .. } => Some("--simulate"),
-        _ if state_show => Some("--state-show"),
-        Mode::Run { .. } | Mode::Http { .. } | Mode::Tcp { .. } => None,
+        Mode::DryRun { .. } | Mode::Simulate { .. } | Mode::StateShow => true,
+        Mode::Run { .. } | Mode::Http { .. } | Mode::Tcp { .. } => false,
     };
-    if let Some(by) = runs_nothing {
-        // RETRY_PING set for the user's real runs does not stand in the way
-        // of a preview; a flag given does.
-        let given = [
-            ("--metrics-file", m.metrics_file.is_some()),
-            ("--metrics-push", m.metrics_push.is_some()),
-            ("--metrics-job", m.metrics_job.is_some()),
-            ("--metrics-label", !m.metrics_label.is_empty()),
-            ("--ping", m.ping.is_some() && !names.came_from_env("ping")),
-            ("--ping-log", m.ping_log),
-        ];
-        if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
-            return Err(UsageError(format!(
-                "{flag} reports on a run, and {by} runs nothing: leave it out"
-            )));
-        }
+    if runs_nothing {
+        // `modes` has refused the flags; RETRY_PING, set for the user's
+        // real runs, is left alone.
         return Ok(FinishOptions::default());
     }
     Ok(FinishOptions {
-        metrics: metrics(cli, mode)?,
+        metrics: metrics(cli, names, mode)?,
         ping: ping(cli, names)?,
         ..FinishOptions::default()
     })
 }
 
-fn metrics(cli: &Cli, mode: &Mode) -> Result<Option<MetricsOptions>, UsageError> {
+fn metrics(cli: &Cli, names: &Names, mode: &Mode) -> Result<Option<MetricsOptions>, UsageError> {
     let m = &cli.monitor;
     // Every value is judged first: a flag that took the next word as its
     // value is named as such, whatever else is missing.
@@ -71,7 +56,26 @@ fn metrics(cli: &Cli, mode: &Mode) -> Result<Option<MetricsOptions>, UsageError>
             "a file for node_exporter's textfile collector, such as /var/lib/prometheus/node-exporter/backup.prom",
         )?;
     }
-    let push = m.metrics_push.as_deref().map(push_url).transpose()?;
+    if let Some(f) = m.metrics_push_password_file.as_deref()
+        && !names.came_from_env("metrics_push_password_file")
+    {
+        path_arg("--metrics-push-password-file", f, PASSWORD_FILE_FORM)?;
+    }
+    let push_flag = names.of("metrics_push", "--metrics-push");
+    let push = match m.metrics_push.as_deref() {
+        Some(s) => Some(push_password(push_url(s, &push_flag)?, cli, names)?),
+        None => {
+            if m.metrics_push_password_file.is_some()
+                && !names.came_from_env("metrics_push_password_file")
+            {
+                return Err(UsageError(
+                    "--metrics-push-password-file gives the password of --metrics-push URL: give the URL too"
+                        .to_string(),
+                ));
+            }
+            None
+        }
+    };
     let job = m.metrics_job.as_deref().map(job_name).transpose()?;
     let mut labels: Vec<(String, String)> = Vec::with_capacity(m.metrics_label.len());
     for pair in &m.metrics_label {
@@ -148,6 +152,18 @@ fn label(pair: &str) -> Result<(String, String), UsageError> {
     Ok((key.to_string(), value.to_string()))
 }
 
+/// Whether `s` names a host between its `scheme://` and its path, as
+/// written: the URL parser reads `http:///x` and `http:x` as the host `x`,
+/// which would make a secret path a host name, shown in every message.
+fn names_a_host(s: &str) -> bool {
+    let Some((_, rest)) = s.split_once("://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    !host.is_empty() && !host.starts_with(':')
+}
+
 /// An http(s) URL with a host; `shown` is how a message may show `s`.
 fn web_url(s: &str, shown: &str, flag: &str, form: &str) -> Result<Url, UsageError> {
     if super::looks_like_an_option(s) {
@@ -160,33 +176,117 @@ fn web_url(s: &str, shown: &str, flag: &str, form: &str) -> Result<Url, UsageErr
         shown
     };
     let url = Url::parse(s.trim()).map_err(|_| super::invalid(flag, shown, form))?;
-    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+    if !matches!(url.scheme(), "http" | "https") || !names_a_host(s.trim()) {
         return Err(super::invalid(flag, shown, form));
     }
     Ok(url)
 }
 
-fn push_url(s: &str) -> Result<Url, UsageError> {
-    let url = web_url(s, &mask::url(s), "--metrics-push", PUSH_FORM)?;
+fn push_url(s: &str, flag: &str) -> Result<Url, UsageError> {
+    let url = web_url(s, &mask::url(s), flag, PUSH_FORM)?;
     if url.query().is_some() || url.fragment().is_some() {
-        return Err(super::invalid("--metrics-push", &mask::url(s), PUSH_FORM));
+        return Err(super::invalid(flag, &mask::url(s), PUSH_FORM));
     }
+    Ok(url)
+}
+
+/// The first line of a file that holds a secret (`--ping-file`,
+/// `--metrics-push-password-file`), its line ending removed; a few
+/// kilobytes of it at most are read. `flag` names the setting.
+fn first_line(flag: &str, path: &Path, form: &str) -> Result<String, UsageError> {
+    let fail = |why: String| {
+        UsageError(format!(
+            "cannot read {flag} {}: {why}; expected {form}",
+            path.display()
+        ))
+    };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(SECRET_FILE_MAX).read_to_end(&mut bytes))
+        .map_err(|e| fail(crate::human::io_error(&e)))?;
+    let text = String::from_utf8(bytes).map_err(|_| fail("it is not UTF-8 text".into()))?;
+    match text.lines().next() {
+        Some(line) if !line.trim().is_empty() => Ok(line.to_string()),
+        _ => Err(fail("its first line is empty".into())),
+    }
+}
+
+/// The push URL with `--metrics-push-password-file`'s password, if given.
+/// A password in the URL too is a mistake, unless one of the two comes
+/// from the environment: the command line wins.
+fn push_password(mut url: Url, cli: &Cli, names: &Names) -> Result<Url, UsageError> {
+    let Some(file) = cli.monitor.metrics_push_password_file.as_deref() else {
+        return Ok(url);
+    };
+    let flag = names.of("metrics_push_password_file", "--metrics-push-password-file");
+    let file_from_env = names.came_from_env("metrics_push_password_file");
+    if url.password().is_some() {
+        if file_from_env && !names.came_from_env("metrics_push") {
+            return Ok(url);
+        }
+        if !file_from_env && names.came_from_env("metrics_push") {
+            url.set_password(None).ok();
+        } else {
+            return Err(UsageError(format!(
+                "{flag} gives the Pushgateway's password, and the --metrics-push URL has one too: give it in one place"
+            )));
+        }
+    }
+    let password = first_line(&flag, file, PASSWORD_FILE_FORM)?;
+    url.set_password(Some(&password)).map_err(|()| {
+        UsageError(format!(
+            "{flag}: the --metrics-push URL cannot carry a password"
+        ))
+    })?;
     Ok(url)
 }
 
 fn ping(cli: &Cli, names: &Names) -> Result<Option<PingOptions>, UsageError> {
     let m = &cli.monitor;
-    let Some(s) = m.ping.as_deref() else {
-        if m.ping_log {
-            return Err(UsageError(
-                "--ping-log sends the run's summary with the final ping: give --ping URL (or RETRY_PING)"
-                    .to_string(),
-            ));
-        }
-        return Ok(None);
+    // One of the two forms; from the command line, it wins over the other
+    // from the environment.
+    let (url, file) = match (m.ping.as_deref(), m.ping_file.as_deref()) {
+        (Some(u), Some(f)) => match (
+            names.came_from_env("ping"),
+            names.came_from_env("ping_file"),
+        ) {
+            (true, false) => (None, Some(f)),
+            (false, true) => (Some(u), None),
+            _ => {
+                return Err(UsageError(format!(
+                    "{} and {} both give the heartbeat URL: give one of them",
+                    names.of("ping", "--ping"),
+                    names.of("ping_file", "--ping-file")
+                )));
+            }
+        },
+        given => given,
     };
-    let flag = names.of("ping", "--ping");
-    let url = web_url(s, &mask::url_host_only(s), &flag, PING_FORM)?;
+    let url = match (url, file) {
+        (Some(s), _) => {
+            let flag = names.of("ping", "--ping");
+            web_url(s, &mask::url_host_only(s), &flag, PING_FORM)?
+        }
+        (None, Some(path)) => {
+            let flag = names.of("ping_file", "--ping-file");
+            if !names.came_from_env("ping_file") {
+                super::path_arg(&flag, path, PING_FILE_FORM)?;
+            }
+            let s = first_line(&flag, path, PING_FILE_FORM)?;
+            let s = s.trim();
+            let from = format!("the first line of {flag} {}", path.display());
+            web_url(s, &mask::url_host_only(s), &from, PING_FORM)?
+        }
+        (None, None) => {
+            if m.ping_log {
+                return Err(UsageError(
+                    "--ping-log sends the run's summary with the final ping: give --ping-file FILE or --ping URL (or RETRY_PING_FILE, RETRY_PING)"
+                        .to_string(),
+                ));
+            }
+            return Ok(None);
+        }
+    };
     Ok(Some(PingOptions {
         url,
         log: m.ping_log,

@@ -1,18 +1,20 @@
 //! The flags of how a COMMAND's attempts run as processes: `--stop-signal`,
 //! `--kill-after`, `--foreground`, `--replay-stdin` (and its
 //! `--replay-stdin-max`), the output patterns (`--retry-if-output`,
-//! `--stop-if-output`), `--idle-timeout` and `--hold-output`; and the hooks
-//! (`--on-retry`, `--on-give-up`), which run as processes in every mode.
+//! `--stop-if-output`), `--idle-timeout`, and held output (`--hold-output`,
+//! `--last-stdout`, `--hold-max`); and the hooks (`--on-retry`,
+//! `--on-give-up`), which run as processes in every mode.
 
 use std::time::Duration;
 
 use super::size::{self, Size, SizeError};
 use super::{Inf, Names, SIGNAL_FORM, SIZE_FORM, UsageError, duration, invalid};
-use crate::attempt::hold::Held;
+use crate::attempt::hold::{HOLD_DEFAULT_MAX, HOLD_MIN_MAX, Held, HoldOptions};
 use crate::attempt::hook::Hook;
 use crate::attempt::process::ProcessOptions;
 use crate::attempt::scan::Patterns;
 use crate::attempt::stdin::REPLAY_DEFAULT_MAX;
+use crate::classify::CodeSet;
 use crate::cli::Cli;
 
 /// `--stop-signal`, TERM when not given.
@@ -42,14 +44,30 @@ pub(super) fn output(cli: &Cli) -> Result<Option<Patterns>, UsageError> {
 }
 
 /// The process options, given the stop signal, patterns and idle limit
-/// already checked (the idle limit is the policy's: HTTP mode has it too).
+/// already checked (the idle limit is the policy's: HTTP mode has it too),
+/// and the exit codes that count as success.
 pub(super) fn options(
     cli: &Cli,
     names: &Names,
     stop_signal: i32,
     output: Option<Patterns>,
     idle_timeout: Option<Duration>,
+    success_on: &CodeSet,
 ) -> Result<ProcessOptions, UsageError> {
+    let hold_max = hold_max(cli, names)?;
+    if cli.last_stdout && cli.restart_on_success {
+        return Err(UsageError(
+            "--last-stdout keeps the stdout of the attempt retry exits with, and --restart-on-success never lets a success end the run: give one or the other".to_string(),
+        ));
+    }
+    let hold = (cli.hold_output || cli.last_stdout).then(|| {
+        Held::new(HoldOptions {
+            output: cli.hold_output,
+            last_stdout: cli.last_stdout,
+            max: hold_max,
+            success_on: success_on.clone(),
+        })
+    });
     Ok(ProcessOptions {
         stop_signal,
         kill_after: duration(names, "--kill-after", cli.kill_after.as_deref(), Inf::No)?
@@ -59,7 +77,7 @@ pub(super) fn options(
         replay_max: replay_max(cli, names)?,
         output,
         idle_timeout,
-        hold: cli.hold_output.then(Held::default),
+        hold,
     })
 }
 
@@ -129,28 +147,32 @@ fn replay_max(cli: &Cli, names: &Names) -> Result<Option<u64>, UsageError> {
     Ok(max)
 }
 
-/// The flags of a COMMAND's exit codes, by name, and whether each was given.
-pub(super) fn exit_code_flags(cli: &Cli) -> [(&'static str, bool); 3] {
-    [
-        ("--retry-on", cli.retry_on.is_some()),
-        ("--stop-on", cli.stop_on.is_some()),
-        ("--success-on", cli.success_on.is_some()),
-    ]
-}
-
-/// The process flags given on the command line, by name: none of them has
-/// any effect where no process runs (`--http`, `--simulate`).
-pub(super) fn given(cli: &Cli) -> [(&'static str, bool); 6] {
-    let from_env = Names(&cli.from_env).came_from_env("replay_stdin_max");
-    [
-        ("--stop-signal", cli.stop_signal.is_some()),
-        ("--kill-after", cli.kill_after.is_some()),
-        ("--foreground", cli.foreground),
-        ("--replay-stdin", cli.replay_stdin),
-        ("--hold-output", cli.hold_output),
-        (
-            "--replay-stdin-max",
-            cli.replay_stdin_max.is_some() && !from_env,
-        ),
-    ]
+/// `--hold-max`: the most a held attempt's file takes. The flag without
+/// `--hold-output` or `--last-stdout` would do nothing and is refused; the
+/// variable, set for a whole session, is not.
+fn hold_max(cli: &Cli, names: &Names) -> Result<u64, UsageError> {
+    let id = "hold_max";
+    let Some(s) = cli.hold_max.as_deref() else {
+        return Ok(HOLD_DEFAULT_MAX);
+    };
+    let name = names.of(id, "--hold-max");
+    let form = "a size of at least 1M, such as 16M or 1G (powers of 1024; KB, MB, GB: of 1000)";
+    let max = match size::parse(s) {
+        Ok(Size::Bytes(n)) if n >= HOLD_MIN_MAX => n,
+        Ok(Size::Bytes(_)) | Err(SizeError::Zero) => return Err(invalid(&name, s, form)),
+        Ok(Size::Unlimited) => {
+            return Err(invalid(
+                &name,
+                s,
+                &format!("{form}; held output always has a bound"),
+            ));
+        }
+        Err(SizeError::TooLarge | SizeError::Invalid) => return Err(invalid(&name, s, form)),
+    };
+    if !cli.hold_output && !cli.last_stdout && !names.came_from_env(id) {
+        return Err(UsageError(
+            "--hold-max has no effect without --hold-output or --last-stdout".to_string(),
+        ));
+    }
+    Ok(max)
 }

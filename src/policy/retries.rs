@@ -223,6 +223,14 @@ fn limits(cli: &Cli, names: &Names, delay: &DelayPolicy) -> Result<Limits, Usage
 
     let max_name = names.of("max", "--max");
     let max_attempts = if cli.forever {
+        // Only a --max on the command line contradicts --forever; RETRY_MAX
+        // from the environment yields to it.
+        if cli.max.is_some() && !names.came_from_env("max") {
+            return Err(UsageError(
+                "--forever and --max are mutually exclusive: --forever has no attempt limit; give one or the other"
+                    .to_string(),
+            ));
+        }
         None
     } else {
         match cli.max.as_deref() {

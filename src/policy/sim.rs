@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{DUR_FORM, UsageError, invalid, parse_duration, path_arg, refuse_given};
-use crate::cli::{Cli, FormatArg, ModelArg, SimArgs};
+use super::{DUR_FORM, UsageError, invalid, parse_duration, path_arg};
+use crate::cli::{FormatArg, ModelArg, SimArgs};
 use crate::sim::Model;
 use crate::state::rules::{Budget, Pace};
 
@@ -30,22 +30,10 @@ pub struct SimOptions {
     pub budget: Option<Budget>,
 }
 
-/// Validate the simulation flags. `Ok(None)` when `--simulate` was not given
-/// (and none of its flags either).
+/// Validate the simulation flags. `Ok(None)` when `--simulate` was not given.
 pub fn from_args(args: &SimArgs) -> Result<Option<SimOptions>, UsageError> {
     let Some(n) = args.simulate.as_deref() else {
-        let given = [
-            ("--outage", args.outage.is_some()),
-            ("--capacity", args.capacity.is_some()),
-            ("--capacity-burst", args.capacity_burst.is_some()),
-            ("--model", args.model.is_some()),
-            ("--compare", args.compare),
-            ("--format", args.format.is_some()),
-            ("--plot", args.plot.is_some()),
-        ];
-        refuse_given(given, |flag| {
-            format!("{flag} applies only to --simulate N: add --simulate with a number of clients")
-        })?;
+        // Its flags without it are refused by `modes`.
         return Ok(None);
     };
     let clients = match n.trim().parse::<u32>() {
@@ -127,59 +115,6 @@ pub fn from_args(args: &SimArgs) -> Result<Option<SimOptions>, UsageError> {
         pace: None,
         budget: None,
     }))
-}
-
-/// The rules a simulated fleet shares: the clients are one group with its
-/// state in memory, so the rules apply and a group name and a store do not.
-pub(super) fn shared_rules(cli: &Cli) -> Result<super::state::Rules, UsageError> {
-    let rules = super::state::rules(&cli.state)?;
-    if rules.breaker.is_some() {
-        return Err(UsageError(
-            "--breaker has no effect in --simulate: every simulated client starts at once, before any run can fail; use --budget or --pace"
-                .to_string(),
-        ));
-    }
-    let from_env = |id: &str| cli.from_env.iter().any(|(i, _)| i == id);
-    let given = [
-        ("--state", cli.state.state.is_some() && !from_env("state")),
-        ("--state-required", cli.state.state_required),
-        (
-            "--state-password-file",
-            cli.state.state_password_file.is_some() && !from_env("state_password_file"),
-        ),
-    ];
-    refuse_given(given, |flag| {
-        format!(
-            "--simulate runs nothing real: it cannot be combined with {flag} (the simulated clients share their state in memory)"
-        )
-    })?;
-    Ok(rules)
-}
-
-/// `--simulate` runs nothing real: what would run something is refused.
-pub(super) fn exclusive(cli: &Cli, http: bool, state_show: bool) -> Result<(), UsageError> {
-    let real = [
-        ("COMMAND", !cli.command.is_empty()),
-        ("--http", http),
-        ("--dry-run", cli.dry_run),
-        ("--state-show", state_show),
-        // RETRY_TIMEOUT set for the user's real runs does not
-        // stand in the way of a simulation; --timeout given does.
-        (
-            "--timeout",
-            cli.timeout.is_some() && !cli.from_env.iter().any(|(id, _)| id == "timeout"),
-        ),
-        (
-            "--idle-timeout",
-            cli.idle_timeout.is_some() && !cli.from_env.iter().any(|(id, _)| id == "idle_timeout"),
-        ),
-    ];
-    let process = super::process::exit_code_flags(cli)
-        .into_iter()
-        .chain(super::process::given(cli));
-    refuse_given(real.into_iter().chain(process), |flag| {
-        format!("--simulate runs nothing real: it cannot be combined with {flag}")
-    })
 }
 
 /// `200/s`, `600/m`, or a bare number per second.
@@ -298,21 +233,5 @@ mod tests {
                 .0
                 .contains("--simulate")
         );
-    }
-
-    #[test]
-    fn simulation_flags_need_simulate() {
-        let mut a = args(None);
-        a.outage = Some("1s".into());
-        assert!(
-            from_args(&a)
-                .expect_err("usage")
-                .0
-                .starts_with("--outage applies only")
-        );
-        let mut a = args(None);
-        a.compare = true;
-        assert!(from_args(&a).expect_err("usage").0.starts_with("--compare"));
-        assert_eq!(from_args(&args(None)), Ok(None));
     }
 }

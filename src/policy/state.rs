@@ -74,6 +74,12 @@ pub fn from_args(a: &StateArgs, names: &Names) -> Result<StateOptions, UsageErro
         ("--state-show", a.state_show),
     ];
     let Some((first, _)) = wanted.iter().find(|(_, on)| *on) else {
+        if a.state_required {
+            return Err(UsageError(
+                "--state-required applies to shared state: give --pace, --budget or --breaker, with --group NAME"
+                    .to_string(),
+            ));
+        }
         // Unused, a group or store given on the command line is still
         // checked: it may be a flag that took the next word as its value.
         if let Some(g) = a.group.as_deref().filter(|_| !names.came_from_env("group"))

@@ -3,7 +3,7 @@
 
 use std::net::Ipv6Addr;
 
-use super::{UsageError, invalid, opt_positive_duration, refuse_given};
+use super::{UsageError, invalid, opt_positive_duration};
 use crate::attempt::http::CONNECT_TIMEOUT;
 use crate::attempt::tcp::{Target, TcpOptions};
 use crate::cli::Cli;
@@ -20,7 +20,6 @@ pub(super) fn from_args(cli: &Cli) -> Result<Option<TcpOptions>, UsageError> {
     for given in &cli.tcp {
         targets.push(target(given).ok_or_else(|| invalid("--tcp", given, TARGET_FORM))?);
     }
-    exclusive(cli)?;
     Ok(Some(TcpOptions {
         targets,
         connect_timeout: opt_positive_duration(
@@ -62,41 +61,6 @@ fn target(given: &str) -> Option<Target> {
         host: host.to_string(),
         port,
     })
-}
-
-/// What TCP mode cannot be combined with.
-fn exclusive(cli: &Cli) -> Result<(), UsageError> {
-    if !cli.command.is_empty() {
-        return Err(UsageError(
-            "--tcp and COMMAND are mutually exclusive: give one or the other".to_string(),
-        ));
-    }
-    if cli.http.url.is_some() {
-        return Err(UsageError(
-            "--tcp and --http are mutually exclusive: give one or the other".to_string(),
-        ));
-    }
-    refuse_given(super::http::http_only(&cli.http), |flag| {
-        format!("{flag} applies only to HTTP mode, not to --tcp")
-    })?;
-    refuse_given(super::process::exit_code_flags(cli), |flag| {
-        format!("{flag} applies to exit codes of a COMMAND, not to --tcp")
-    })?;
-    let process = [
-        ("--restart-on-success", cli.restart_on_success),
-        // RETRY_IDLE_TIMEOUT set for commands and HTTP does not stand in
-        // the way; the flag given does.
-        (
-            "--idle-timeout",
-            cli.idle_timeout.is_some() && !cli.from_env.iter().any(|(id, _)| id == "idle_timeout"),
-        ),
-        ("--retry-if-output", !cli.retry_if_output.is_empty()),
-        ("--stop-if-output", !cli.stop_if_output.is_empty()),
-    ];
-    refuse_given(
-        process.into_iter().chain(super::process::given(cli)),
-        |flag| format!("{flag} applies to a COMMAND's processes, not to --tcp"),
-    )
 }
 
 #[cfg(test)]

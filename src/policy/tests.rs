@@ -9,13 +9,15 @@ use super::retries::parse_codes;
 use super::*;
 use crate::backoff::{Growth, Jitter};
 
-fn config(args: &[&str]) -> Result<Config, UsageError> {
+/// The whole validation of `retry ARGS` (no environment).
+pub(super) fn config(args: &[&str]) -> Result<Config, UsageError> {
     let mut argv = vec!["retry"];
     argv.extend_from_slice(args);
     Config::from_cli(Cli::parse_from(argv), Nesting::default())
 }
 
-fn err(args: &[&str]) -> String {
+/// The usage error `retry ARGS` is.
+pub(super) fn err(args: &[&str]) -> String {
     config(args).expect_err("should be a usage error").0
 }
 
@@ -326,4 +328,19 @@ fn values_that_start_with_a_hyphen_are_judged_as_values() {
     assert!(config(&["--group", "nightly-sync", "--", "true"]).is_ok());
     // A pattern or a body may start with '-'.
     assert!(config(&["--retry-if-output", "-1", "--", "true"]).is_ok());
+}
+
+#[test]
+fn state_required_without_shared_state_is_refused_not_ignored() {
+    for args in [
+        &["--state-required", "--", "true"][..],
+        &["--group", "g", "--state-required", "--", "true"],
+    ] {
+        let e = err(args);
+        assert!(
+            e.contains("--state-required applies to shared state"),
+            "{args:?}: {e}"
+        );
+    }
+    assert!(config(&["--group", "g", "--budget", "--state-required", "--", "true"]).is_ok());
 }

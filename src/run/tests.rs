@@ -80,7 +80,7 @@ impl Sink for Recorder {
             Event::Attempt {
                 next: Some(wait), ..
             } => self.delays.push(wait.delay),
-            Event::Done { end, .. } => self.ends.push(*end),
+            Event::Done { ending, .. } => self.ends.push(ending.end),
             _ => {}
         }
     }
@@ -95,7 +95,7 @@ fn go_with<S: Sink>(
     takes: Duration,
     signals: &mut Signals,
     sink: &mut S,
-) -> (Finish, Vec<Duration>, Vec<Context>) {
+) -> (Ending, Vec<Duration>, Vec<Context>) {
     let (finish, sleeps, seen, ()) = go_between(policy, statuses, takes, signals, sink, |_| ());
     (finish, sleeps, seen)
 }
@@ -108,7 +108,7 @@ fn go_between<S: Sink, B: Between>(
     signals: &mut Signals,
     sink: &mut S,
     between: impl FnOnce(Rc<FakeClock>) -> B,
-) -> (Finish, Vec<Duration>, Vec<Context>, B) {
+) -> (Ending, Vec<Duration>, Vec<Context>, B) {
     let clock = Rc::new(FakeClock {
         now: Cell::new(Instant::now()),
         sleeps: RefCell::new(Vec::new()),
@@ -143,7 +143,7 @@ fn go(
     policy: &Policy,
     statuses: Vec<Status>,
     takes: Duration,
-) -> (Finish, Vec<Duration>, Vec<Context>) {
+) -> (Ending, Vec<Duration>, Vec<Context>) {
     go_with(policy, statuses, takes, &mut Signals::none(), &mut quiet())
 }
 
@@ -242,14 +242,19 @@ fn permanent_failure_stops_at_once() {
 }
 
 #[test]
-fn max_time_gives_up_instead_of_sleeping_past_it() {
+fn max_time_draws_the_last_wait_inside_the_time_left_then_gives_up() {
     let mut p = policy(None);
     p.max_time = Some(secs(10));
     // Attempts take 1s: fail at 1s, sleep 1s, fail at 3s, sleep 2s, fail at 6s;
-    // the next sleep (4s) would end at 10s, the deadline itself: give up.
+    // the next sleep (4s) would end at the deadline: it is drawn again to end
+    // 4s/60 before it. After that attempt, 8s would pass the deadline with
+    // no time left: give up, never sleeping past it.
     let (f, sleeps, _) = go(&p, vec![], secs(1));
-    assert_eq!(sleeps, vec![secs(1), secs(2)]);
-    assert_eq!((f.end, f.attempts, f.exit_code), (End::Deadline, 3, 1));
+    assert_eq!(
+        sleeps,
+        vec![secs(1), secs(2), Duration::from_nanos(3_933_333_334)]
+    );
+    assert_eq!((f.end, f.attempts, f.exit_code), (End::Deadline, 4, 1));
 }
 
 #[test]

@@ -1,5 +1,5 @@
 //! **Pure.** Requests over time as a plain-text bar chart of a given width
-//! (the terminal's, which `cmd` reads). The height of a column is in
+//! (the terminal's, which `mode::simulate` reads). The height of a column is in
 //! requests per 100 ms whatever the width: each column shows the busiest
 //! 100 ms window that ends in it, so the tallest column is the report's
 //! "busiest 100ms window", at 40 columns as at 200.

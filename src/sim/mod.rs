@@ -7,33 +7,37 @@
 //! to a [`Sink`] like the real loop's log. Pure: virtual time is a
 //! `Duration` since the start, and the RNG is the caller's. `--dry-run` is
 //! this simulation with one client and a server that always fails. Only
-//! `cmd` (printing the report) and `plotfile` (writing the picture) do I/O.
+//! `plotfile` (writing the picture) does I/O; `mode::simulate` prints the
+//! report.
 //!
 //! Built for a million clients: each is a few dozen bytes, the event queue
 //! (`queue`) costs the same per event whatever the fleet's size, and the
 //! figures (`tally`) are counted as the run goes rather than from a list of
 //! every request.
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use rand::Rng;
 
+use crate::after::{Attempted, Next, Stop, after};
 use crate::backoff::Progress;
-use crate::classify::{Status, Verdict};
-use crate::event::{End, Event, Sink, Wait};
+use crate::classify::{Limit, NetFailure, Status, Verdict};
+use crate::event::{End, Ending, Event, Sink, Wait};
+use crate::exit;
 use crate::human::human;
 use crate::retry_policy::Policy;
-use crate::wait::{self, Decision};
+use crate::wait::Decision;
 
 pub mod chart;
-pub mod cmd;
 pub mod fleet;
 pub mod json;
 pub mod model;
 pub mod plot;
-mod plotfile;
+pub mod plotfile;
 mod queue;
 pub mod report;
+pub mod runs;
 pub mod tally;
 
 pub use fleet::Fleet;
@@ -128,6 +132,11 @@ static SUCCEEDED: Status = Status::Http {
     code: 200,
     retry_after: None,
 };
+/// An attempt `--max-time` stopped before its answer came (exit 28).
+static CUT_OFF: Status = Status::Net {
+    failure: NetFailure::TimedOut(Limit::Deadline),
+    detail: String::new(),
+};
 
 /// A sink that ignores everything: for simulations nobody watches in detail.
 pub struct Quiet;
@@ -200,22 +209,23 @@ where
     R: Rng + ?Sized,
     S: Sink,
 {
-    let mut shared = fleet::Shared::new(fleet);
-    let max = policy.max_attempts;
     let delay = &policy.delay;
-    // Every client starts at 0, so the deadline is the same for all.
-    let deadline = policy.max_time;
-    let mut tally = Tally::new(clients, model.recovery(), trace);
-    let mut gave_up = 0u32;
-    let mut refused = 0u32;
     let occ = model == Model::Occ;
-    let first = if occ { Msg::Read } else { Msg::Request };
-    let mut stateless = model::Stateless::new(model);
-    let mut row = model::Occ::default();
     // The ring spans twice the longest backoff wait: only staggered starts
     // and far pace slots go past it.
     let horizon = tally::nanos(delay.cap.saturating_add(delay.cap));
-    let mut queue = queue::Queue::new(horizon, clients);
+    let mut world = World {
+        policy,
+        sink,
+        shared: fleet::Shared::new(fleet),
+        tally: Tally::new(clients, model.recovery(), trace),
+        queue: queue::Queue::new(horizon, clients),
+        occ,
+        gave_up: 0,
+        refused: 0,
+    };
+    let mut stateless = model::Stateless::new(model);
+    let mut row = model::Occ::default();
     for _ in 0..clients {
         // --stagger: each client's first attempt waits U(0, spread), as in
         // a real run; its deadline still counts from 0, when it started.
@@ -230,175 +240,184 @@ where
             attempts: 0,
             version: 0,
             since: since(hop),
-            next: first,
+            next: if occ { Msg::Read } else { Msg::Request },
         };
-        queue.push(start + hop, client);
+        world.queue.push(start + hop, client);
     }
 
-    while let Some((now, mut client)) = queue.pop() {
+    while let Some((now, mut client)) = world.queue.pop() {
         // The result of an attempt, once known.
         let ok = match client.next {
-            Msg::Request | Msg::Write if tally.requests >= limit => break,
+            Msg::Request | Msg::Write if world.tally.requests >= limit => break,
             Msg::Request => {
                 client.attempts += 1;
-                tally.request(now);
+                world.tally.request(now);
                 stateless.request(now)
             }
             Msg::Read => {
                 client.version = row.read();
                 client.next = Msg::ReadReply;
-                hop(&mut queue, now, client, model::latency(rng));
+                hop(&mut world.queue, now, client, model::latency(rng));
                 continue;
             }
             Msg::ReadReply => {
                 client.next = Msg::Write;
-                hop(&mut queue, now, client, model::latency(rng));
+                hop(&mut world.queue, now, client, model::latency(rng));
                 continue;
             }
             Msg::Write => {
                 client.attempts += 1;
-                tally.request(now);
+                world.tally.request(now);
                 client.next = Msg::WriteReply {
                     ok: row.write(client.version),
                 };
-                hop(&mut queue, now, client, model::latency(rng));
+                hop(&mut world.queue, now, client, model::latency(rng));
                 continue;
             }
             Msg::WriteReply { ok } => ok,
         };
-        let number = client.attempts;
-        let ran = Duration::from_nanos(u64::from(client.since));
-        let report = |sink: &mut S, status: &Status, verdict, next| {
-            sink.emit(&Event::Attempt {
-                attempt: number,
-                max,
-                status,
-                verdict,
-                duration: ran,
-                next,
-            });
-        };
-        let end = |sink: &mut S, end, exit_code, reason: &str| {
-            sink.emit(&Event::Done {
-                end,
-                attempts: number,
-                max,
-                exit_code,
-                reason,
-            });
-        };
-        // A real run stops an attempt still running at --max-time: its
-        // answer, even a success, is never seen.
-        if deadline.is_some_and(|d| now > d) {
-            shared.record(false);
-            report(sink, &FAILED, Verdict::Permanent, None);
-            end(
-                sink,
-                End::Deadline,
-                28,
-                "--max-time ran out during the attempt",
-            );
-            gave_up += 1;
-            tally.give_up(now);
-            continue;
-        }
-        // As a real run does after each attempt: the budget counts it.
-        shared.record(ok);
-        if ok {
-            report(sink, &SUCCEEDED, Verdict::Success, None);
-            end(sink, End::Success, 0, "");
-            tally.success(now);
-            continue;
-        }
-        if max.is_some_and(|m| number >= m) {
-            report(sink, &FAILED, Verdict::Retryable, None);
-            end(sink, End::Exhausted, 22, "no attempts left");
-            gave_up += 1;
-            tally.give_up(now);
-            continue;
-        }
-        if policy.reset_after.is_some_and(|r| ran >= r) {
-            client.backoff.reset(delay);
-        }
-        let step = client.backoff.next(delay, rng);
-        let own = wait::Input {
-            step,
-            retry_after: None,
-            now,
-            deadline,
-            pace_slot: None,
-        };
-        // The same three steps as a real run: the client's own wait, the
-        // group's word on it (budget, pace slot), then the wait with the slot.
-        let decision = match wait::decide(own) {
-            mine @ Decision::Sleep { delay, .. } => match shared.plan(now, delay, deadline) {
-                // Without a slot the second decision would be the first.
-                fleet::Word::Go { slot: None } => mine,
-                fleet::Word::Go { slot } => wait::decide(wait::Input {
-                    pace_slot: slot,
-                    ..own
-                }),
-                fleet::Word::BudgetSpent => {
-                    report(sink, &FAILED, Verdict::Retryable, None);
-                    end(sink, End::Refused, 22, "the group's retry budget is spent");
-                    gave_up += 1;
-                    refused += 1;
-                    tally.give_up(now);
-                    continue;
-                }
-                fleet::Word::PastDeadline { wait } => {
-                    report(sink, &FAILED, Verdict::Retryable, None);
-                    let reason = format!(
-                        "the group's next pace slot is after --max-time ({} from now)",
-                        human(wait)
-                    );
-                    end(sink, End::Deadline, 22, &reason);
-                    gave_up += 1;
-                    tally.give_up(now);
-                    continue;
-                }
-            },
-            other => other,
-        };
-        match decision {
-            Decision::Sleep { until, delay, wait } => {
-                report(
-                    sink,
-                    &FAILED,
-                    Verdict::Retryable,
-                    Some(Wait {
-                        delay: wait,
-                        ceiling: step.ceiling,
-                        jitter: policy.delay.jitter.name(),
-                        paced: wait.saturating_sub(delay),
-                    }),
-                );
-                if occ {
-                    client.next = Msg::Read;
-                    let hop = model::latency(rng);
-                    client.since = since(hop);
-                    queue.push(until + hop, client);
-                } else {
-                    client.since = 0;
-                    queue.push(until, client);
-                }
-            }
-            Decision::GiveUp(why) => {
-                report(sink, &FAILED, Verdict::Retryable, None);
-                end(sink, End::Deadline, 22, &why.reason());
-                gave_up += 1;
-                tally.give_up(now);
-            }
-        }
+        world.answered(client, now, ok, rng);
     }
     // Every client either succeeded, gave up, or is still waiting.
-    let settled = u64::from(gave_up) + tally.succeeded;
+    let settled = u64::from(world.gave_up) + world.tally.succeeded;
     Outcome {
         clients,
         still_retrying: u32::try_from(u64::from(clients).saturating_sub(settled)).unwrap_or(0),
-        tally,
-        gave_up,
-        refused,
+        tally: world.tally,
+        gave_up: world.gave_up,
+        refused: world.refused,
+    }
+}
+
+/// A simulation under way: what its clients share and what it counts.
+struct World<'a, S> {
+    policy: &'a Policy,
+    sink: &'a mut S,
+    shared: fleet::Shared,
+    tally: Tally,
+    queue: queue::Queue<Client>,
+    /// The server is the OCC model: an attempt starts with a read.
+    occ: bool,
+    gave_up: u32,
+    /// Of those that gave up, how many the budget refused.
+    refused: u32,
+}
+
+impl<S: Sink> World<'_, S> {
+    /// `client`'s attempt was answered at `now` (`ok`: it succeeded): the
+    /// same steps as a real run after an attempt. The loop's rules, the
+    /// group's word on the retry (budget, pace slot), then the wait with
+    /// the slot; the client waits in the queue, or is done.
+    fn answered<R: Rng + ?Sized>(
+        &mut self,
+        mut client: Client,
+        now: Duration,
+        ok: bool,
+        rng: &mut R,
+    ) {
+        let policy = self.policy;
+        let deadline = policy.max_time;
+        // A real run stops an attempt still running at --max-time: its
+        // answer, even a success, is never seen.
+        let cut = deadline.is_some_and(|d| now > d);
+        let (status, verdict) = match (cut, ok) {
+            (true, _) => (&CUT_OFF, Verdict::Permanent),
+            (false, true) => (&SUCCEEDED, Verdict::Success),
+            (false, false) => (&FAILED, Verdict::Retryable),
+        };
+        // As a real run does after each attempt: the budget counts it.
+        self.shared.record(ok && !cut);
+        let done = Attempted {
+            number: client.attempts,
+            status,
+            verdict,
+            ran: Duration::from_nanos(u64::from(client.since)),
+            now,
+            deadline,
+        };
+        let retry = match after(policy, &mut client.backoff, done, rng) {
+            Next::Retry(retry) => retry,
+            Next::Stop(stop) => {
+                let reason: Cow<'static, str> = match stop {
+                    Stop::Success => "".into(),
+                    Stop::DeadlineDuringAttempt => "--max-time ran out during the attempt".into(),
+                    Stop::Deadline(why) => why.reason().into(),
+                    _ => "no attempts left".into(),
+                };
+                return self.end(&done, stop.end(), reason);
+            }
+        };
+        let decision = match self.shared.plan(now, retry.delay, deadline) {
+            // Without a slot the decision is the retry's own.
+            fleet::Word::Go { slot } => retry.with_slot(slot),
+            fleet::Word::BudgetSpent => {
+                let reason = "the group's retry budget is spent";
+                return self.end(&done, End::Refused, reason.into());
+            }
+            fleet::Word::PastDeadline { wait } => {
+                let reason = format!(
+                    "the group's next pace slot is after --max-time ({} from now)",
+                    human(wait)
+                );
+                return self.end(&done, End::Deadline, reason.into());
+            }
+        };
+        let (until, delay, wait) = match decision {
+            Decision::Sleep { until, delay, wait } => (until, delay, wait),
+            Decision::GiveUp(why) => return self.end(&done, End::Deadline, why.reason().into()),
+        };
+        let planned = Wait {
+            delay: wait,
+            ceiling: retry.step.ceiling,
+            jitter: policy.delay.jitter.name(),
+            paced: wait.saturating_sub(delay),
+        };
+        self.report(&done, Some(planned));
+        if self.occ {
+            client.next = Msg::Read;
+            let hop = model::latency(rng);
+            client.since = since(hop);
+            self.queue.push(until + hop, client);
+        } else {
+            client.since = 0;
+            self.queue.push(until, client);
+        }
+    }
+
+    /// The attempt's event, with the wait that follows it if any.
+    fn report(&mut self, done: &Attempted<'_, Duration>, next: Option<Wait>) {
+        self.sink.emit(&Event::Attempt {
+            attempt: done.number,
+            max: self.policy.max_attempts,
+            status: done.status,
+            verdict: done.verdict,
+            duration: done.ran,
+            next,
+        });
+    }
+
+    /// The client is done after `done`: reported, ended and counted.
+    fn end(&mut self, done: &Attempted<'_, Duration>, end: End, reason: Cow<'static, str>) {
+        self.report(done, None);
+        let ending = Ending {
+            end,
+            attempts: done.number,
+            exit_code: exit::code(done.status, done.verdict),
+            reason,
+            last_status: Some(done.status.clone()),
+            retries_refused: u32::from(end == End::Refused),
+        };
+        self.sink.emit(&Event::Done {
+            ending: &ending,
+            max: self.policy.max_attempts,
+        });
+        if end == End::Success {
+            self.tally.success(done.now);
+        } else {
+            self.gave_up += 1;
+            self.refused += u32::from(end == End::Refused);
+            self.tally.give_up(done.now);
+        }
     }
 }
 
@@ -482,9 +501,12 @@ mod tests {
         assert_eq!((o.arrivals().len(), o.gave_up), (30, 10));
         let mut p = policy(Jitter::None, None);
         p.max_time = Some(ms(1000));
-        // 0, 100, 300, 700; the next (1500 ms) is past the deadline.
+        // 0, 100, 300, 700; the next (1500 ms) would pass the deadline and is
+        // drawn again to end 800/60 ms before it; the one after would pass it
+        // with too little time left.
         let o = sim(&p, Model::Outage { until: ms(60_000) }, 10, 1);
-        assert_eq!((o.arrivals().len(), o.gave_up), (40, 10));
+        assert_eq!((o.arrivals().len(), o.gave_up), (50, 10));
+        assert_eq!(o.arrivals()[40..], [Duration::from_nanos(986_666_667); 10]);
     }
 
     #[test]

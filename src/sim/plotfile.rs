@@ -6,16 +6,14 @@
 //! root's, a symbolic link followed only when safe); a regular file is
 //! written as a temporary file and renamed into place once whole, so a
 //! killed run leaves nothing half-drawn; a device or FIFO is written
-//! directly.
+//! directly (a FIFO nobody reads is an error, not a wait). In a directory
+//! others can write to, another user's file, FIFO or device is refused.
 
 use std::io::Write;
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
-use nix::fcntl::OFlag;
-use nix::sys::stat::{FileStat, SFlag};
-
-use crate::fsutil::{self, Durability, Rule, Target};
+use crate::fsutil::{self, Destination, Durability, Rule, Target};
 
 /// `--plot`'s destination, checked.
 #[derive(Debug)]
@@ -28,7 +26,7 @@ pub struct PlotFile {
 enum To {
     /// A regular file (or none yet): replaced by rename.
     File(Box<Target>),
-    /// A device or FIFO, opened, written as it is.
+    /// A device or FIFO with a reader, opened, written as it is.
     Direct(std::fs::File),
 }
 
@@ -36,10 +34,6 @@ enum To {
 fn same_file(meta: &std::fs::Metadata, fd: std::os::fd::BorrowedFd<'_>) -> bool {
     use std::os::unix::fs::MetadataExt;
     nix::sys::stat::fstat(fd).is_ok_and(|s| s.st_dev == meta.dev() && s.st_ino == meta.ino())
-}
-
-fn is_regular(stat: &FileStat) -> bool {
-    stat.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFREG.bits()
 }
 
 /// Check `path` and make sure a file can be created there; the error is
@@ -72,17 +66,16 @@ pub fn open(path: &Path) -> Result<PlotFile, String> {
             path.display()
         )
     };
-    let target = fsutil::resolve(path, Rule::Output).map_err(|e| bad(e.to_string()))?;
-    if target.existing.as_ref().is_some_and(|s| !is_regular(s)) {
-        let file = target
-            .dir
-            .open_at(&target.name, OFlag::O_WRONLY, 0)
-            .map_err(|e| bad(e.to_string()))?;
-        return Ok(PlotFile {
-            path: path.to_path_buf(),
-            to: To::Direct(file),
-        });
-    }
+    let target = match fsutil::open_destination(path, Rule::Output) {
+        Ok(Destination::Replace(t)) => t,
+        Ok(Destination::Direct(file)) => {
+            return Ok(PlotFile {
+                path: path.to_path_buf(),
+                to: To::Direct(file),
+            });
+        }
+        Err(e) => return Err(bad(e.about(path))),
+    };
     target.dir.probe_writable().map_err(|e| {
         bad(format!(
             "{}: {}",
@@ -92,7 +85,7 @@ pub fn open(path: &Path) -> Result<PlotFile, String> {
     })?;
     Ok(PlotFile {
         path: path.to_path_buf(),
-        to: To::File(Box::new(target)),
+        to: To::File(target),
     })
 }
 

@@ -1,9 +1,13 @@
 //! The shape of the code, checked: every module of `src/` sits in one layer
 //! of the table in ARCHITECTURE.md ("Layers"), no module imports one from a
 //! layer above its own, modules of one layer import each other without a
-//! cycle, only `policy` and `lib` read `cli`, and no source file is over
+//! cycle, only `policy` and `args` read `cli`, and no source file is over
 //! 800 lines. Imports are read from the text: `crate::` paths (groups
-//! included) and `super::` paths resolved from the file's place.
+//! included; a path to an item of the crate root counts as `lib`), `super::`
+//! and `self::` paths resolved from the file's place, and bare paths through
+//! a child module the file declares (`mode::http::main` in `lib.rs`). A path
+//! the table cannot place is itself a problem, never skipped. The checker
+//! is tested on a planted tree as well as on `src/`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -12,15 +16,20 @@ const MAX_LINES: usize = 800;
 
 /// Modules that may import `cli`: it is the flags, and nothing below the
 /// validation knows about clap.
-const CLI_READERS: &[&str] = &["policy", "lib"];
+const CLI_READERS: &[&str] = &["policy", "args"];
 
 fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The layer table: (layer name, modules), top layer first.
+/// The layer table of ARCHITECTURE.md: (layer name, modules), top layer first.
 fn layers() -> Vec<(String, Vec<String>)> {
     let doc = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    layer_table(&doc)
+}
+
+/// The layer table in a document's "## Layers" section.
+fn layer_table(doc: &str) -> Vec<(String, Vec<String>)> {
     let section = doc
         .split("\n## Layers\n")
         .nth(1)
@@ -69,8 +78,8 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
 
 /// `src/state/rules/pace.rs` → `["state", "rules", "pace"]`; `src/lib.rs` →
 /// `["lib"]`; `mod.rs` names its directory.
-fn module_of(file: &Path) -> Vec<String> {
-    let rel = file.strip_prefix(root().join("src")).expect("under src");
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).expect("under src");
     let mut parts: Vec<String> = rel
         .with_extension("")
         .iter()
@@ -146,10 +155,35 @@ fn is_ident(c: Option<&u8>) -> bool {
     c.is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
 }
 
-/// The crate paths a file refers to, with their line numbers, `super::`
-/// resolved (inside `mod tests`, `super` is the file's own module).
-fn references(file: &Path) -> Vec<(usize, String, Vec<String>)> {
-    let module = module_of(file);
+/// The modules a file declares with `mod NAME` (inline test modules too),
+/// which its code may name by a bare path.
+fn declared_children(code: &str) -> BTreeSet<String> {
+    code.lines()
+        .filter_map(|l| {
+            let l = l.trim_start();
+            let l = l
+                .strip_prefix("pub(crate) ")
+                .or_else(|| l.strip_prefix("pub "))
+                .unwrap_or(l);
+            let name = l.strip_prefix("mod ")?;
+            let end = name.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))?;
+            Some(name[..end].to_string())
+        })
+        .collect()
+}
+
+/// The crate paths a file refers to, with their line numbers: `crate::`,
+/// `super::` and `self::` paths resolved from the file's place (inside
+/// `mod tests`, `super` is the file's own module), and bare paths through a
+/// module the file declares. `top` are the crate root's modules: a
+/// `crate::` path through none of them names an item of the crate root
+/// itself, `lib`.
+fn references(
+    src: &Path,
+    file: &Path,
+    top: &BTreeSet<String>,
+) -> Vec<(usize, String, Vec<String>)> {
+    let module = module_of(src, file);
     let source = std::fs::read_to_string(file).expect("readable source");
     let lines: Vec<&str> = source.lines().collect();
     // Comments out, lines kept, so that a group may span lines.
@@ -157,13 +191,29 @@ fn references(file: &Path) -> Vec<(usize, String, Vec<String>)> {
         .iter()
         .map(|l| format!("{}\n", l.split("//").next().unwrap_or("")))
         .collect();
+    // Where the file's test module starts (`mod tests`, `pub(crate) mod
+    // tests`, at the start of a line).
     let tests_from = code
         .match_indices("mod tests")
-        .find(|(i, _)| *i == 0 || code.as_bytes()[i - 1] == b'\n')
+        .find(|(i, _)| {
+            let line_start = code[..*i].rfind('\n').map_or(0, |n| n + 1);
+            matches!(
+                &code[line_start..*i],
+                "" | "pub " | "pub(crate) " | "pub(super) "
+            )
+        })
         .map_or(usize::MAX, |(i, _)| i);
+    // The crate root's children sit at the top, not under `lib`.
+    let own: Vec<String> = if module == ["lib"] {
+        Vec::new()
+    } else {
+        module.clone()
+    };
+    let children = declared_children(&code);
     let bytes = code.as_bytes();
     let mut out = Vec::new();
-    for kind in ["crate::", "super::"] {
+    let mut starts: Vec<(usize, usize, Vec<String>)> = Vec::new();
+    for kind in ["crate::", "super::", "self::"] {
         for (i, _) in code.match_indices(kind) {
             // Only where a path starts: not `super::super::`, not `my_crate::`.
             if i > 0 && (is_ident(bytes.get(i - 1)) || bytes[i - 1] == b':') {
@@ -171,32 +221,56 @@ fn references(file: &Path) -> Vec<(usize, String, Vec<String>)> {
             }
             let mut at = i + kind.len();
             let mut start = Vec::new();
-            if kind == "super::" {
-                let mut here = module.clone();
+            if kind != "crate::" {
+                let mut here = own.clone();
                 if i > tests_from {
                     here.push("tests".into());
                 }
-                here.pop();
+                if kind == "super::" {
+                    here.pop();
+                }
                 while code[at..].starts_with("super::") {
                     here.pop();
                     at += "super::".len();
                 }
                 start = here;
             }
-            let mut paths = Vec::new();
-            use_tree(bytes, at, start, &mut paths);
-            let line = code[..i].matches('\n').count();
-            for p in paths {
-                out.push((line + 1, lines[line].trim().to_string(), p));
-            }
+            starts.push((i, at, start));
         }
     }
+    for child in &children {
+        let bare = format!("{child}::");
+        for (i, _) in code.match_indices(&bare) {
+            if i > 0 && (is_ident(bytes.get(i - 1)) || bytes[i - 1] == b':') {
+                continue;
+            }
+            starts.push((i, i, own.clone()));
+        }
+    }
+    for (i, at, start) in starts {
+        let mut paths = Vec::new();
+        use_tree(bytes, at, start, &mut paths);
+        let line = code[..i].matches('\n').count();
+        for mut p in paths {
+            if p.first().is_none_or(|first| !top.contains(first)) {
+                p = vec!["lib".to_string()];
+            }
+            out.push((line + 1, lines[line].trim().to_string(), p));
+        }
+    }
+    out.sort();
     out
 }
 
-#[test]
-fn no_module_imports_one_from_a_layer_above_its_own() {
-    let layers = layers();
+/// The crate root's modules, from `lib.rs`.
+fn top_modules(src: &Path) -> BTreeSet<String> {
+    let lib = std::fs::read_to_string(src.join("lib.rs")).expect("src/lib.rs");
+    declared_children(&lib)
+}
+
+/// Everything wrong with the shape of the crate at `src` by the layer
+/// table `layers` (top layer first): one line each.
+fn problems(src: &Path, layers: &[(String, Vec<String>)]) -> Vec<String> {
     // Rank 0 is the bottom layer.
     let rank: BTreeMap<String, (usize, String)> = layers
         .iter()
@@ -205,19 +279,21 @@ fn no_module_imports_one_from_a_layer_above_its_own() {
         .flat_map(|(r, (name, mods))| mods.iter().map(move |m| (m.clone(), (r, name.clone()))))
         .collect();
     let entries: Vec<String> = rank.keys().cloned().collect();
+    let top = top_modules(src);
     let mut problems = Vec::new();
     let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for file in rust_files(&root().join("src")) {
+    let base = src.parent().unwrap_or(src);
+    for file in rust_files(src) {
         let shown = file
-            .strip_prefix(root())
+            .strip_prefix(base)
             .unwrap_or(&file)
             .display()
             .to_string();
         // main.rs is the binary's own crate: it calls the library only.
-        if shown == "src/main.rs" {
+        if file == src.join("main.rs") {
             continue;
         }
-        let module = module_of(&file);
+        let module = module_of(src, &file);
         let Some(own) = entry_of(&module, &entries) else {
             problems.push(format!(
                 "{shown}: module `{}` is in no layer: add it to the table in ARCHITECTURE.md",
@@ -226,8 +302,12 @@ fn no_module_imports_one_from_a_layer_above_its_own() {
             continue;
         };
         let (own_rank, own_layer) = &rank[own];
-        for (line, text, path) in references(&file) {
+        for (line, text, path) in references(src, &file, &top) {
             let Some(target) = entry_of(&path, &entries) else {
+                problems.push(format!(
+                    "{shown}:{line}: `{}` is in no layer of the table: {text}",
+                    path.join("::")
+                ));
                 continue;
             };
             if target == own {
@@ -255,6 +335,12 @@ fn no_module_imports_one_from_a_layer_above_its_own() {
             cycle.join(" → ")
         ));
     }
+    problems
+}
+
+#[test]
+fn no_module_imports_one_from_a_layer_above_its_own() {
+    let problems = problems(&root().join("src"), &layers());
     assert!(problems.is_empty(), "\n{}\n", problems.join("\n"));
 }
 
@@ -324,30 +410,75 @@ fn the_import_reader_sees_groups_and_super_paths() {
     use_tree(b"a::{b, c::{D, e::F}, self}", 0, vec![], &mut out);
     let shown: Vec<String> = out.iter().map(|p| p.join("::")).collect();
     assert_eq!(shown, ["a::b", "a::c::D", "a::c::e::F", "a"]);
-    let entries: Vec<String> = ["sim", "sim::cmd", "state::rules"]
+    let entries: Vec<String> = ["sim", "sim::runs", "state::rules"]
         .map(String::from)
         .to_vec();
     let path = |s: &str| s.split("::").map(String::from).collect::<Vec<_>>();
     assert_eq!(
-        entry_of(&path("sim::cmd::main"), &entries).map(String::as_str),
-        Some("sim::cmd")
+        entry_of(&path("sim::runs::heading"), &entries).map(String::as_str),
+        Some("sim::runs")
     );
     assert_eq!(
         entry_of(&path("sim::Fleet"), &entries).map(String::as_str),
         Some("sim")
     );
     assert_eq!(entry_of(&path("state::Store"), &entries), None);
+    let src = root().join("src");
+    let top = top_modules(&src);
+    let refs = |file: &str| -> Vec<String> {
+        references(&src, &src.join(file), &top)
+            .into_iter()
+            .map(|(_, _, p)| p.join("::"))
+            .collect()
+    };
     // A pure module of the simulator names the layers it reads from.
-    let refs = references(&root().join("src/sim/fleet.rs"));
+    let fleet = refs("sim/fleet.rs");
     assert!(
-        refs.iter()
-            .any(|(_, _, p)| p.join("::") == "state::rules::Budget"),
-        "{refs:?}"
+        fleet.iter().any(|p| p == "state::rules::Budget"),
+        "{fleet:?}"
     );
-    let refs = references(&root().join("src/state/session.rs"));
+    let session = refs("state/session.rs");
     assert!(
-        refs.iter()
-            .any(|(_, _, p)| p.starts_with(&path("state::rules"))),
-        "{refs:?}"
+        session.iter().any(|p| p.starts_with("state::rules")),
+        "{session:?}"
     );
+    // `super::*` inside a `pub(crate) mod tests` is the file's own module,
+    // not the crate root.
+    let backoff = refs("backoff.rs");
+    assert!(!backoff.iter().any(|p| p == "lib"), "{backoff:?}");
+    // The crate root names its modules by bare paths.
+    let lib = refs("lib.rs");
+    assert!(lib.iter().any(|p| p == "mode::command::main"), "{lib:?}");
+    assert!(lib.iter().any(|p| p == "args::config"), "{lib:?}");
+}
+
+/// A crate planted in a scratch directory: `lib.rs` and `probe.rs`, and a
+/// layer table that puts both in one layer.
+fn planted(probe: &str) -> Vec<String> {
+    let dir = crate::util::scratch();
+    let src = dir.path().join("src");
+    std::fs::create_dir(&src).expect("src");
+    let lib = "//! The root.\n\nmod probe;\n\npub fn drive() {}\n\npub fn main_entry() {\n    probe::main();\n}\n";
+    std::fs::write(src.join("lib.rs"), lib).expect("lib.rs");
+    std::fs::write(src.join("probe.rs"), probe).expect("probe.rs");
+    let table = "# Architecture\n\n## Layers\n\n| layer | modules | what |\n|---|---|---|\n\
+                 | wiring | `lib`, `probe` | the modes |\n| domain | `rules` | pure |\n\
+                 | basics | `human` | pure |\n";
+    problems(&src, &layer_table(table))
+}
+
+/// The circle the crate root and HTTP mode once made: the root calls the
+/// mode by a bare path, the mode calls back into an item of the root.
+#[test]
+fn a_planted_circle_through_a_crate_root_item_is_found() {
+    let circle = planted("//! A mode.\n\npub fn main() {\n    crate::drive();\n}\n");
+    assert!(
+        circle
+            .iter()
+            .any(|p| p.contains("in a circle") && p.contains("lib") && p.contains("probe")),
+        "{circle:?}"
+    );
+    // The same crate without the call back has nothing wrong.
+    let straight = planted("//! A mode.\n\npub fn main() {}\n");
+    assert!(straight.is_empty(), "{straight:?}");
 }

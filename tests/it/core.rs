@@ -33,12 +33,14 @@ fn giving_up_exits_with_the_last_attempts_own_code() {
     let out = fast_sh(&["--max", "3"], &script).run();
     out.expect_code(13);
     let lines = out.stderr_lines();
-    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert_eq!(lines.len(), 5, "{lines:?}");
     assert!(lines[0].starts_with("retry: attempt 1/3 failed (exit 11) after "));
     assert!(lines[0].contains("; next in "));
-    assert!(lines[2].starts_with("retry: attempt 3/3 failed (exit 13)"));
-    assert!(lines[3].starts_with("retry: giving up after 3 attempts in "));
-    assert!(lines[3].ends_with("exiting 13"));
+    // stdout is a pipe: said once, at the first retry.
+    assert!(lines[1].starts_with("retry: warning: stdout is a pipe: "));
+    assert!(lines[3].starts_with("retry: attempt 3/3 failed (exit 13)"));
+    assert!(lines[4].starts_with("retry: giving up after 3 attempts in "));
+    assert!(lines[4].ends_with("exiting 13"));
 }
 
 #[test]
@@ -49,8 +51,9 @@ fn success_after_retries_is_reported_once() {
     let out = fast_sh(&[], &script).run();
     out.expect_code(0);
     let lines = out.stderr_lines();
-    assert_eq!(lines.len(), 2, "{lines:?}");
-    assert!(lines[1].starts_with("retry: succeeded on attempt 2/5 after "));
+    // The failure, the line about stdout (a pipe), the success.
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(lines[2].starts_with("retry: succeeded on attempt 2/5 after "));
 }
 
 #[test]
@@ -202,7 +205,11 @@ fn json_log_lines_parse_and_carry_the_documented_fields() {
         .iter()
         .map(|e| e["event"].as_str().expect("event"))
         .collect();
-    assert_eq!(kinds, ["start", "attempt", "sleep", "attempt", "done"]);
+    // The warning: stdout is a pipe, which keeps what attempt 1 wrote.
+    assert_eq!(
+        kinds,
+        ["start", "attempt", "sleep", "warning", "attempt", "done"]
+    );
     for e in &events {
         assert!(e["time"].is_string() && e["elapsed_ms"].is_number(), "{e}");
     }
@@ -220,7 +227,7 @@ fn json_log_lines_parse_and_carry_the_documented_fields() {
     assert_eq!(s["attempt"], 2);
     assert!(s["delay_ms"].as_f64().expect("delay") <= s["ceiling_ms"].as_f64().expect("ceiling"));
     assert_eq!(s["jitter"], "full");
-    let d = &events[4];
+    let d = &events[5];
     assert_eq!(d["outcome"], "exhausted");
     assert_eq!(d["exit_code"], 9);
     assert_eq!(d["attempts"], 2);
@@ -298,9 +305,10 @@ fn log_file_keeps_the_full_record_and_stderr_only_the_give_up_line() {
         "{stderr:?}"
     );
     // The file has every event, -v's included: start, two attempt starts,
-    // two outcomes, and the end.
+    // two outcomes, the line about what stays in stdout (a pipe), and the
+    // end.
     let text = std::fs::read_to_string(&log).expect("log");
-    assert_eq!(text.lines().count(), 6, "{text}");
+    assert_eq!(text.lines().count(), 7, "{text}");
     assert!(text.contains("retry: running sh -c"), "{text}");
     assert!(text.contains("attempt 2/2 starting"), "{text}");
     assert!(text.contains("giving up after 2 attempts"), "{text}");
@@ -340,6 +348,7 @@ fn log_file_keeps_the_full_record_even_when_quiet() {
             "attempt_start",
             "attempt",
             "sleep",
+            "warning",
             "attempt_start",
             "attempt",
             "done"
@@ -357,8 +366,57 @@ fn unwritable_log_file_is_125_and_runs_nothing() {
     )
     .run();
     out.expect_code(125);
-    assert!(out.stderr_text().contains("cannot open log file"));
+    assert!(out.stderr_text().contains("cannot open --log-file"));
     assert!(!marker.exists());
+}
+
+#[test]
+fn a_log_file_fifo_nobody_reads_is_125_at_once_instead_of_a_hang() {
+    let dir = scratch();
+    let fifo = dir.path().join("log");
+    let marker = dir.path().join("ran");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    let started = std::time::Instant::now();
+    let out = retry_sh(
+        &["--max-time", "2s", "--log-file", &path_str(&fifo)],
+        &format!("touch {}", path_str(&marker)),
+    )
+    .run();
+    out.expect_code(125);
+    assert!(
+        out.stderr_text().contains("cannot open --log-file")
+            && out.stderr_text().contains("nobody reads"),
+        "{}",
+        out.stderr_text()
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert!(!marker.exists());
+}
+
+#[test]
+fn a_log_file_another_user_made_in_a_sticky_directory_stays_unwritten() {
+    use crate::util::{NOBODY, Sticky, as_nobody, plays_a_second_user};
+    if !plays_a_second_user() {
+        return;
+    }
+    let tmp = Sticky::new();
+    let log = tmp.join("job.log");
+    as_nobody(&format!("touch '{0}' && chmod 666 '{0}'", log.display()));
+    let marker = tmp.join("ran");
+    let out = retry_sh(
+        &["--log-file", &path_str(&log)],
+        &format!("touch {}", path_str(&marker)),
+    )
+    .run();
+    out.expect_code(125);
+    assert!(
+        out.stderr_text()
+            .contains(&format!("is another user's file (uid {NOBODY})")),
+        "{}",
+        out.stderr_text()
+    );
+    assert!(!marker.exists());
+    assert_eq!(std::fs::metadata(&log).expect("stat").len(), 0);
 }
 
 #[test]

@@ -113,3 +113,21 @@ fn a_failure_while_stdout_still_has_a_reader_is_retried() {
     let out = shell("\"$R\" --max 2 --base 1ms -- sh -c 'echo x; exit 1' | cat");
     assert_eq!(text(&out.stdout), "x\nx\n", "{out:?}");
 }
+
+#[test]
+fn a_closed_stdout_fails_once_as_a_gone_reader_does_not_five_times() {
+    let started = Instant::now();
+    let out = shell("\"$R\" --base 1s -- sh -c 'echo hi' >&-; echo status:$? >&2");
+    let err = text(&out.stderr);
+    assert!(err.contains("status:1"), "{err}");
+    assert!(!err.contains("attempt 2"), "{err}");
+    assert!(
+        err.contains("nothing reads retry's stdout (it is closed"),
+        "{err}"
+    );
+    // No backoff wait was slept.
+    assert!(started.elapsed() < Duration::from_secs(1), "{err}");
+    // A success stays a success.
+    let out = shell("\"$R\" -- true >&-; echo status:$? >&2");
+    assert!(text(&out.stderr).contains("status:0"), "{out:?}");
+}

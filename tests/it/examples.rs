@@ -111,19 +111,123 @@ fn the_compose_wait_runs_the_migration_once_the_port_opens() {
         path_str(&bin_dir),
         std::env::var("PATH").unwrap_or_default()
     );
+    // The command as the README gives it; its log also goes to a file
+    // (through the environment), to see it wait.
+    let dir = crate::util::scratch();
+    let log = dir.path().join("log");
     let child = std::process::Command::new("sh")
         .args(["-c", &script])
         .env_clear()
         .env("PATH", path)
+        .env("RETRY_LOG_FILE", &log)
+        .env("RETRY_LOG_FORMAT", "json")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // The database comes up a moment later.
-    std::thread::sleep(Duration::from_millis(700));
+    // The database comes up once retry has found it down.
+    crate::util::wait_for_line(&log, "\"outcome\":\"retryable\"", Duration::from_secs(20));
     let listener = TcpListener::bind(("127.0.0.1", port)).expect("the port is still free");
     let out = child.wait_with_output().unwrap();
     drop(listener);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), "migrated\n");
+}
+
+#[test]
+fn examples_come_before_the_contributors_set_up_and_the_first_has_a_deadline() {
+    let text = readme();
+    let at = |heading: &str| {
+        text.find(&format!("\n{heading}\n"))
+            .unwrap_or_else(|| panic!("README has no {heading}"))
+    };
+    assert!(at("## Examples") < at("## Set up"));
+    let first = text
+        .lines()
+        .find(|l| l.starts_with("retry "))
+        .expect("a first example");
+    assert!(first.contains("--max-time"), "{first}");
+}
+
+/// What the README says the default policy waits in all: about 7.5 s (a
+/// random time below 1, 2, 4 and 8 s), where `curl --retry 5` waits 31 s.
+#[test]
+fn the_default_policy_waits_about_seven_and_a_half_seconds_in_all() {
+    let totals: Vec<f64> = (1..=100)
+        .map(|seed| {
+            let out = command()
+                .args(["--dry-run", "--seed", &seed.to_string()])
+                .output()
+                .expect("retry runs");
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let last = text
+                .lines()
+                .rfind(|l| l.trim_start().starts_with('4'))
+                .expect("four retries");
+            // Rows end with the total wait (`7s 123ms`, `980ms`).
+            let total = &last[44..];
+            let mut secs = 0.0;
+            for part in total.split_whitespace() {
+                secs += match part.strip_suffix("ms") {
+                    Some(ms) => ms.parse::<f64>().expect("ms") / 1000.0,
+                    None => part.trim_end_matches('s').parse::<f64>().expect("s"),
+                };
+            }
+            secs
+        })
+        .collect();
+    let mean = totals.iter().sum::<f64>() / totals.len() as f64;
+    assert!((6.5..8.5).contains(&mean), "mean {mean}");
+    assert!(totals.iter().all(|t| *t <= 15.0), "{totals:?}");
+    assert!(readme().contains("about 7.5 s in all"));
+}
+
+#[test]
+fn the_download_and_the_pipeline_get_one_attempts_output_when_a_transfer_is_cut() {
+    let dir = scratch();
+    let bin_dir = crate::util::bin().parent().unwrap().to_path_buf();
+    let path = format!(
+        "{}:{}",
+        path_str(&bin_dir),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let csv: Vec<u8> = (0..20_000)
+        .flat_map(|i| format!("{i},row {i}\n").into_bytes())
+        .collect();
+    let json = br#"{"items": [1, 2, 3, 4]}"#.to_vec();
+    for (prefix, url, body, cut) in [
+        (
+            "retry --last-stdout --max-time 2m -- curl",
+            "https://example.com/report.csv",
+            csv.clone(),
+            100_000,
+        ),
+        (
+            "retry --last-stdout --max-time 1m -- curl",
+            "https://example.com/api/items",
+            json,
+            9,
+        ),
+    ] {
+        let readme = readme();
+        let example = readme
+            .lines()
+            .find(|l| l.starts_with(prefix) && l.contains(url))
+            .unwrap_or_else(|| panic!("README has no line {prefix:?} for {url}"));
+        let local = crate::last_stdout::cut_once_server(body, cut);
+        let out = std::process::Command::new("sh")
+            .args(["-c", &example.replace(url, &local)])
+            .current_dir(dir.path())
+            .env_clear()
+            .env("PATH", &path)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{example}: {out:?}");
+        if url.ends_with(".csv") {
+            let got = std::fs::read(dir.path().join("report.csv")).unwrap();
+            assert!(got == csv, "report.csv is the whole body, once");
+        } else {
+            assert_eq!(String::from_utf8_lossy(&out.stdout), "4\n");
+        }
+    }
 }

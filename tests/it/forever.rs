@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::util::{gone_within, path_str, retry, retry_sh, scratch, wait_for_file};
+use crate::util::{gone_within, path_str, retry, retry_sh, scratch, wait_for_line, wait_until};
 
 #[test]
 fn a_command_that_dies_at_once_backs_off_until_max_time() {
@@ -37,6 +37,14 @@ fn a_command_that_dies_at_once_backs_off_until_max_time() {
     assert!(ceilings.len() <= 7, "{ceilings:?}");
 }
 
+/// Polls until `n` attempts have written their line to `pids`.
+#[track_caller]
+fn wait_for_runs(pids: &std::path::Path, n: usize) {
+    wait_until(Duration::from_secs(20), &format!("{n} attempts"), || {
+        std::fs::read_to_string(pids).is_ok_and(|all| all.lines().count() >= n)
+    });
+}
+
 #[test]
 fn sigterm_ends_supervision_with_no_orphan() {
     let dir = scratch();
@@ -47,9 +55,8 @@ fn sigterm_ends_supervision_with_no_orphan() {
         path_str(&pids)
     );
     let running = retry_sh(&["--forever", "--base", "10ms", "--cap", "10ms"], &script).spawn();
-    wait_for_file(&pids, Duration::from_secs(5));
     // Let it go round a few times.
-    std::thread::sleep(Duration::from_millis(700));
+    wait_for_runs(&pids, 4);
     running.signal(Signal::SIGTERM);
     let out = running.wait();
     out.expect_code(143);
@@ -136,8 +143,7 @@ fn sigterm_ends_restarting_supervision_with_no_orphan() {
         &script,
     )
     .spawn();
-    wait_for_file(&pids, Duration::from_secs(5));
-    std::thread::sleep(Duration::from_millis(500));
+    wait_for_runs(&pids, 4);
     running.signal(Signal::SIGTERM);
     let out = running.wait();
     out.expect_code(143);
@@ -188,8 +194,22 @@ fn stagger_waits_at_most_its_spread_before_the_first_attempt() {
 fn an_interrupt_ends_the_stagger_before_anything_runs() {
     let dir = scratch();
     let ran = dir.path().join("ran");
-    let running = retry(["--stagger", "1h", "--", "touch", &path_str(&ran)]).spawn();
-    std::thread::sleep(Duration::from_millis(300));
+    let log = dir.path().join("log");
+    let running = retry([
+        "-v",
+        "--log-format",
+        "json",
+        "--log-file",
+        &path_str(&log),
+        "--stagger",
+        "1h",
+        "--",
+        "touch",
+        &path_str(&ran),
+    ])
+    .spawn();
+    // The stagger's wait has begun.
+    wait_for_line(&log, "\"event\":\"stagger\"", Duration::from_secs(20));
     running.signal(Signal::SIGTERM);
     let out = running.wait();
     out.expect_code(143);

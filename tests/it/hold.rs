@@ -3,7 +3,6 @@
 //! its own and in order, when the run gives up or a signal ends it; held in
 //! an unnamed file, never in memory.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
@@ -83,7 +82,8 @@ fn binary_output_is_held_byte_for_byte() {
 
 /// Starts a run whose attempt `n` writes a line on each stream, marks that
 /// it has, and then sleeps; other attempts fail at once. Returns once
-/// attempt `seen` has written.
+/// attempt `seen` has written. The JSON log goes to `log` in the directory
+/// returned (stderr keeps only the final line, as with -q).
 fn start_hanging_on(n: u32, seen: u32, base: &str) -> (crate::util::Running, tempfile::TempDir) {
     let dir = scratch();
     let script = format!(
@@ -91,7 +91,22 @@ fn start_hanging_on(n: u32, seen: u32, base: &str) -> (crate::util::Running, tem
          [ $RETRY_ATTEMPT = {n} ] && exec sleep 30; exit 1",
         d = path_str(dir.path())
     );
-    let running = retry_sh(&["-q", "--hold-output", "--max=5", "--base", base], &script).spawn();
+    let log = path_str(&dir.path().join("log"));
+    let running = retry_sh(
+        &[
+            "-q",
+            "--hold-output",
+            "--max=5",
+            "--base",
+            base,
+            "--log-format",
+            "json",
+            "--log-file",
+            &log,
+        ],
+        &script,
+    )
+    .spawn();
     wait_for_file(&dir.path().join(format!("at.{seen}")), SETTLE);
     (running, dir)
 }
@@ -112,8 +127,12 @@ fn a_signal_during_an_attempt_still_brings_its_output_out() {
 fn a_signal_during_the_wait_brings_the_failed_attempts_output_out() {
     // Attempt 1 fails at once; the next one is 30 s away.
     let (running, dir) = start_hanging_on(9, 1, "30s");
-    // Attempt 1 has written its marker; give it time to end.
-    std::thread::sleep(Duration::from_millis(300));
+    // Attempt 1 has ended and the wait has begun.
+    crate::util::wait_for_line(
+        &dir.path().join("log"),
+        crate::util::SLEEP_EVENT,
+        Duration::from_secs(20),
+    );
     running.signal(Signal::SIGINT);
     let out = running.wait();
     out.expect_code(130);
@@ -162,60 +181,63 @@ fn the_spool_lives_in_tmpdir_without_a_name() {
 }
 
 #[test]
-fn a_tmpdir_others_can_write_is_refused_and_the_output_passes_through() {
+fn a_tmpdir_others_can_write_is_refused_and_said_before_the_output_even_with_q() {
     use std::os::unix::fs::PermissionsExt;
     let tmp = scratch();
     std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let out = retry_sh(&["--hold-output", "--max=1"], "echo out; echo err >&2")
+    let (code, out) = retry_sh(
+        &["-q", "--hold-output", "--max=2", "--base", "1ms"],
+        "echo out $RETRY_ATTEMPT; [ $RETRY_ATTEMPT = 2 ]",
+    )
+    .env("TMPDIR", tmp.path())
+    .run_merged();
+    assert_eq!(code, 0);
+    // Not held (a success would have dropped it), and not moved to /tmp
+    // behind the user's back: cron's mail says why, first, once.
+    let out = String::from_utf8_lossy(&out);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(
+        lines[0].starts_with("retry: warning: cannot hold the output for --hold-output, so every attempt's output passes through as it comes: the temporary directory"),
+        "{out}"
+    );
+    assert!(lines[0].contains("writable by every user"), "{out}");
+    assert!(
+        lines[0].ends_with("set TMPDIR to a directory of your own"),
+        "{out}"
+    );
+    assert_eq!(&lines[1..], ["out 1", "out 2"]);
+    assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none());
+    // -qq: nothing of retry's.
+    let out = retry_sh(&["-qq", "--hold-output", "--max=1"], "echo out")
         .env("TMPDIR", tmp.path())
         .run();
-    out.expect_code(0);
-    // Not held (a success would have dropped it), and not moved to /tmp
-    // behind the user's back: they are told why.
-    assert_eq!(out.stdout_text(), "out\n");
-    let err = out.stderr_text();
-    assert!(err.starts_with("err\n"), "{err}");
-    assert!(err.contains("cannot hold the output of attempt 1"), "{err}");
-    assert!(err.contains("writable by every user"), "{err}");
-    assert!(
-        err.contains("set TMPDIR to a directory of your own"),
-        "{err}"
-    );
-    assert!(std::fs::read_dir(tmp.path()).unwrap().next().is_none());
-}
-
-/// retry's peak resident size (KiB, from /usr/bin/time) when its command
-/// prints `bytes` bytes that are held and written out to /dev/null.
-fn peak_rss_kib(bytes: u64) -> u64 {
-    let out = std::process::Command::new("/usr/bin/time")
-        .args(["-f", "%M"])
-        .arg(crate::util::bin())
-        .args(["-qq", "--hold-output", "--max=1", "--", "sh", "-c"])
-        .arg(format!("head -c {bytes} /dev/zero; exit 1"))
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .output()
-        .expect("/usr/bin/time (package time)");
-    assert_eq!(out.status.code(), Some(1));
-    let text = String::from_utf8_lossy(&out.stderr);
-    text.lines()
-        .last()
-        .and_then(|l| l.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no peak RSS in {text:?}"))
+    assert_eq!(out.stderr_text(), "");
 }
 
 #[test]
 fn memory_stays_flat_however_much_is_held() {
-    let small = peak_rss_kib(1 << 20);
-    let large = peak_rss_kib(300 << 20);
-    eprintln!("peak RSS: {small} KiB holding 1 MiB, {large} KiB holding 300 MiB");
-    assert!(
-        large < small + 2 * 1024,
-        "peak RSS {large} KiB after holding 300 MiB against {small} KiB after 1 MiB"
-    );
+    // Cut at the default bound, held whole, and stdout held whole for
+    // --last-stdout; each written out to /dev/null.
+    for (flags, exit) in [
+        (&["--hold-output"][..], 1),
+        (&["--hold-output", "--hold-max", "1G"], 1),
+        (&["--last-stdout", "--hold-max", "1G"], 0),
+    ] {
+        let peak = |bytes: u64| {
+            let mut args = vec!["-qq", "--max=1"];
+            args.extend_from_slice(flags);
+            let script = format!("head -c {bytes} /dev/zero; exit {exit}");
+            crate::util::peak_rss_kib(&args, &script, exit)
+        };
+        let small = peak(1 << 20);
+        let large = peak(300 << 20);
+        eprintln!("{flags:?}: peak RSS {small} KiB holding 1 MiB, {large} KiB holding 300 MiB");
+        assert!(
+            large < small + 2 * 1024,
+            "{flags:?}: peak RSS {large} KiB after holding 300 MiB against {small} KiB after 1 MiB"
+        );
+    }
 }
 
 #[test]

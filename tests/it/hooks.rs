@@ -48,7 +48,10 @@ fn on_retry_runs_after_each_failure_but_the_last_and_writes_to_stderr() {
 fn the_hook_runs_before_the_wait_and_the_wait_counts_from_the_failure() {
     let dir = scratch();
     let log = path_str(&dir.path().join("log"));
-    // Each step appends its time in ms; the hook takes 300 ms of the 1 s wait.
+    // Each step appends its time in ms. The hook takes 900 ms of the 1 s
+    // wait, and stamps its end: a wait counted from the hook's end would
+    // put the second attempt 1000 ms or more after that stamp, the right
+    // one about 100 ms after it (plus what a loaded machine adds).
     let stamp = format!("echo $1 $(date +%s%3N) >> {log}");
     let out = retry_sh(
         &[
@@ -59,7 +62,7 @@ fn the_hook_runs_before_the_wait_and_the_wait_counts_from_the_failure() {
             "--jitter",
             "none",
             "--on-retry",
-            &format!("sh -c '{stamp}' - hook; sleep 0.3"),
+            &format!("sh -c '{stamp}' - hook; sleep 0.9; sh -c '{stamp}' - hook-done"),
         ],
         &format!("sh -c '{stamp}' - attempt; exit 1"),
     )
@@ -74,11 +77,18 @@ fn the_hook_runs_before_the_wait_and_the_wait_counts_from_the_failure() {
         })
         .collect();
     let names: Vec<&str> = steps.iter().map(|(w, _)| w.as_str()).collect();
-    assert_eq!(names, ["attempt", "hook", "attempt"], "{text}");
-    let gap = steps[2].1 - steps[0].1;
+    assert_eq!(names, ["attempt", "hook", "hook-done", "attempt"], "{text}");
+    let gap = steps[3].1 - steps[0].1;
     assert!(
-        (950..2500).contains(&gap),
+        gap >= 950,
         "the second attempt came {gap} ms after the first: {text}"
+    );
+    // The regression's bound is 1000 ms; 50 ms less allows for the
+    // clock's rounding, and leaves 850 ms for the machine's load.
+    let after_hook = steps[3].1 - steps[2].1;
+    assert!(
+        after_hook < 950,
+        "the second attempt came {after_hook} ms after the hook ended: the wait counted from there: {text}"
     );
 }
 
@@ -184,8 +194,6 @@ fn start_hook(flag: &str, extra: &[&str]) -> (crate::util::Running, tempfile::Te
     let mut args = vec!["--base", "10ms", flag, hook.as_str()];
     args.extend_from_slice(extra);
     let running = retry_sh(&args, "exit 1").spawn();
-    wait_for_file(&pid_file, SETTLE);
-    std::thread::sleep(Duration::from_millis(50));
     let pid = read_pid(&pid_file);
     (running, dir, pid)
 }

@@ -178,12 +178,10 @@ fn with_marker(marker: &str) -> Vec<i32> {
 
 #[test]
 fn kill_9_of_retry_as_pid_1_of_a_pid_namespace_leaves_nothing() {
-    if std::process::Command::new("unshare")
-        .args(["--fork", "--pid", "--mount-proc", "true"])
-        .status()
-        .map_or(true, |s| !s.success())
-    {
-        eprintln!("SKIPPED kill_9_of_retry_as_pid_1: unshare --pid is not permitted here");
+    if !crate::need::unshare(
+        &["--fork", "--pid", "--mount-proc", "true"],
+        "a PID namespace",
+    ) {
         return;
     }
     let dir = scratch();

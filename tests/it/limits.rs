@@ -64,9 +64,11 @@ fn no_sleep_after_the_last_attempt() {
     );
 }
 
-#[test]
-fn max_time_gives_up_rather_than_sleep_past_it() {
-    let out = retry([
+/// `--base 10s --jitter none --max-time 3s`: the first wait (10s) would pass
+/// the deadline and is drawn again to end 10s/60 before it; the next (20s)
+/// would pass it with too little time left, and the run gives up there.
+fn long_backoff_short_deadline() -> Vec<&'static str> {
+    vec![
         "--max",
         "5",
         "--base",
@@ -75,17 +77,71 @@ fn max_time_gives_up_rather_than_sleep_past_it() {
         "none",
         "--max-time",
         "3s",
-        "--",
-        "false",
-    ])
-    .run();
+    ]
+}
+
+#[test]
+fn max_time_draws_a_long_wait_again_and_never_sleeps_past_it() {
+    let mut args = long_backoff_short_deadline();
+    args.extend(["--log-format", "json", "--", "false"]);
+    let out = retry(args).run();
     out.expect_code(1);
-    assert!(out.elapsed < Duration::from_secs(2), "{:?}", out.elapsed);
+    // The second attempt starts at 2.83s; nothing runs to the deadline.
     assert!(
-        out.stderr_text().contains("would start after --max-time"),
-        "{}",
-        out.stderr_text()
+        out.elapsed >= Duration::from_millis(2700),
+        "{:?}",
+        out.elapsed
     );
+    assert!(out.elapsed < Duration::from_secs(3), "{:?}", out.elapsed);
+    let events = out.json();
+    let done = events.iter().find(|e| e["event"] == "done").expect("done");
+    assert_eq!(done["attempts"], 2, "{done}");
+    let reason = done["reason"].as_str().expect("reason");
+    assert!(reason.contains("would start after --max-time"), "{reason}");
+}
+
+#[test]
+fn a_backoff_longer_than_max_time_still_reaches_a_port_that_opens_before_the_deadline() {
+    // Bound but not listening: connecting is refused until listen().
+    let socket =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+    socket
+        .bind(
+            &"127.0.0.1:0"
+                .parse::<std::net::SocketAddr>()
+                .expect("addr")
+                .into(),
+        )
+        .expect("bind");
+    let target = socket
+        .local_addr()
+        .expect("addr")
+        .as_socket()
+        .expect("inet")
+        .to_string();
+    let dir = scratch();
+    let failed = dir.path().join("failed");
+    let hook = format!("touch {}", path_str(&failed));
+    let mut args = long_backoff_short_deadline();
+    args.extend([
+        "--on-retry",
+        &hook,
+        "--log-format",
+        "json",
+        "--tcp",
+        &target,
+    ]);
+    let running = retry(args).spawn();
+    // Once the first attempt has been refused, the port opens, long before
+    // the 10s backoff would end but before the deadline.
+    crate::util::wait_for_file(&failed, Duration::from_secs(2));
+    socket.listen(8).expect("listen");
+    let out = running.wait();
+    out.expect_code(0);
+    let events = out.json();
+    let done = events.iter().find(|e| e["event"] == "done").expect("done");
+    assert_eq!(done["attempts"], 2, "{done}");
+    assert!(out.elapsed < Duration::from_secs(3), "{:?}", out.elapsed);
 }
 
 #[test]

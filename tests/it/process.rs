@@ -172,9 +172,24 @@ fn a_child_that_ignores_a_forwarded_term_is_killed_after_kill_after() {
 
 #[test]
 fn an_interrupt_cuts_the_backoff_sleep_short() {
-    let running = retry_sh(&["--base", "30s", "--jitter", "none"], "exit 1").spawn();
-    // Give the first attempt time to fail and the sleep to begin.
-    std::thread::sleep(Duration::from_millis(500));
+    let dir = scratch();
+    let log = dir.path().join("log");
+    let running = retry_sh(
+        &[
+            "--base",
+            "30s",
+            "--jitter",
+            "none",
+            "--log-format",
+            "json",
+            "--log-file",
+            &path_str(&log),
+        ],
+        "exit 1",
+    )
+    .spawn();
+    // The first attempt has failed and the sleep has begun.
+    crate::util::wait_for_line(&log, crate::util::SLEEP_EVENT, Duration::from_secs(20));
     running.signal(Signal::SIGTERM);
     let out = running.wait();
     out.expect_code(143);

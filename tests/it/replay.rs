@@ -48,6 +48,18 @@ fn finish(mut child: Child, since: Instant, limit: Duration) -> (Option<i32>, St
     }
 }
 
+/// Waits until the reader of `stdin` has taken everything written to it:
+/// FIONREAD on a pipe's write end counts the bytes still in the pipe.
+fn wait_until_read(stdin: &ChildStdin) {
+    use std::os::fd::AsRawFd;
+    crate::util::wait_until(Duration::from_secs(20), "retry reads stdin", || {
+        let mut unread: nix::libc::c_int = 0;
+        // SAFETY: FIONREAD writes one c_int through the pointer given.
+        let ok = unsafe { nix::libc::ioctl(stdin.as_raw_fd(), nix::libc::FIONREAD, &mut unread) };
+        ok == 0 && unread == 0
+    });
+}
+
 /// `retry --replay-stdin --max-time 2s -- head -c 5`: stdin that never ends, or never stops.
 const HEAD_UNDER_MAX_TIME: &[&str] = &[
     "--replay-stdin",
@@ -75,22 +87,44 @@ fn max_time_ends_a_read_of_stdin_that_never_ends_with_124() {
     );
 }
 
+/// The most the stream below sends a second: by the time the test gives up
+/// on retry (30 s) it is still short of the default --replay-stdin-max (1G),
+/// so only --max-time can end the run.
+const STREAM_RATE: f64 = 24.0 * 1024.0 * 1024.0;
+
 #[test]
 fn max_time_ends_an_endless_stream_before_the_disk_fills() {
     // `yes | retry --replay-stdin --max-time 2s -- head -c 5`, in a TMPDIR of
-    // its own: it ends with the deadline or at the default limit, whichever
-    // comes first, and leaves nothing behind.
+    // its own, with a stream that never ends and comes as fast as retry
+    // takes it, up to STREAM_RATE: the deadline ends the read, and nothing
+    // is left behind.
     let tmp = scratch();
     let started = Instant::now();
     let (child, mut stdin) = with_open_stdin(HEAD_UNDER_MAX_TIME, Some(tmp.path()));
     let writer = std::thread::spawn(move || {
         let block = vec![b'y'; 64 * 1024];
-        while stdin.write_all(&block).is_ok() {}
+        let begun = Instant::now();
+        let mut sent = 0usize;
+        while stdin.write_all(&block).is_ok() {
+            sent += block.len();
+            let ahead = sent as f64 / STREAM_RATE - begun.elapsed().as_secs_f64();
+            if ahead > 0.0 {
+                std::thread::sleep(Duration::from_secs_f64(ahead));
+            }
+        }
+        sent
     });
     let (code, err, took) = finish(child, started, Duration::from_secs(30));
-    assert!(matches!(code, Some(124 | 125)), "{code:?} {err}");
-    assert!(took < Duration::from_secs(15), "{took:?}");
-    writer.join().expect("writer");
+    let sent = writer.join().expect("writer");
+    assert_eq!(code, Some(124), "{err}");
+    assert!(
+        err.contains("--max-time ran out while reading stdin for --replay-stdin"),
+        "{err}"
+    );
+    assert!(took >= Duration::from_millis(1900), "{took:?}");
+    assert!(took < Duration::from_secs(8), "{took:?}");
+    // The stream did flow: far more than a pipe holds.
+    assert!(sent > 1 << 20, "{sent} bytes sent");
     assert_eq!(std::fs::read_dir(tmp.path()).expect("tmpdir").count(), 0);
 }
 
@@ -162,8 +196,10 @@ fn an_input_of_exactly_the_limit_is_replayed_and_one_byte_more_is_not() {
 fn a_signal_ends_the_read_of_stdin_with_128_plus_n() {
     for (sig, code) in [(Signal::SIGTERM, 143), (Signal::SIGINT, 130)] {
         let started = Instant::now();
-        let (child, stdin) = with_open_stdin(&["--replay-stdin", "--", "cat"], None);
-        std::thread::sleep(Duration::from_millis(300));
+        let (child, mut stdin) = with_open_stdin(&["--replay-stdin", "--", "cat"], None);
+        // retry is in the read once it has taken what was written.
+        stdin.write_all(b"partial line").expect("write");
+        wait_until_read(&stdin);
         kill(Pid::from_raw(child.id() as i32), sig).expect("signal");
         let (got, err, took) = finish(child, started, Duration::from_secs(20));
         drop(stdin);

@@ -101,6 +101,7 @@ fn man_page_has_the_documented_sections() {
         "RETRY_MAX_ATTEMPTS",
         "RETRY_PREVIOUS_EXIT",
         "RETRY_DEPTH",
+        "TMPDIR",
     ] {
         assert!(
             man.contains(&format!("\\fB{var}\\fR")),
@@ -113,6 +114,22 @@ fn man_page_has_the_documented_sections() {
             "exit {code} undocumented"
         );
     }
+}
+
+#[test]
+fn the_man_page_cron_example_holds_output_and_the_no_limit_rule_names_idle_timeout() {
+    let man = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("man/retry.1"))
+        .expect("man/retry.1");
+    // roff escapes each '-' of an option.
+    let cron = man
+        .lines()
+        .find(|l| l.starts_with("*/30 * * * * retry "))
+        .expect("a cron example");
+    assert!(cron.contains("\\-\\-hold\\-output"), "{cron}");
+    assert!(
+        man.contains("For \\-\\-timeout, \\-\\-idle\\-timeout and \\-\\-max\\-time, 0 and inf"),
+        "the 0/inf rule leaves out --idle-timeout"
+    );
 }
 
 /// groff, warnings on, must accept the page without a word. scripts/test.sh
@@ -148,12 +165,55 @@ fn long_help_snapshot() {
 }
 
 #[test]
-fn long_help_has_examples_after_the_options() {
+fn long_help_shows_its_examples_before_the_options_and_short_help_ends_with_five() {
     let long = help("--help");
-    let options = long.find("Logging:").expect("option groups");
-    let examples = long.find("Examples:").expect("examples");
-    assert!(options < examples);
-    assert!(!help("-h").contains("Examples:"));
+    let options = long.find("\nOptions:").expect("option groups");
+    let examples = long.find("\nExamples:").expect("examples");
+    assert!(
+        examples < options,
+        "--help's examples come after the options"
+    );
+    // Seen without scrolling: within the first screenful.
+    assert!(long[..examples].lines().count() < 20);
+    let short = help("-h");
+    let last: Vec<&str> = short.trim_end().lines().rev().take(6).collect();
+    assert_eq!(last[5], "Examples:", "{short}");
+    assert!(
+        last[..5].iter().all(|l| l.starts_with("  retry ")),
+        "{last:?}"
+    );
+}
+
+/// The commands `-h` shows as examples are real: one that runs a COMMAND
+/// runs, with `true` for its COMMAND; a probe's dry run accepts it (a dry
+/// run refuses what acts only on a run, such as `--hold-output`).
+#[test]
+fn short_help_examples_are_real_commands() {
+    let short = help("-h");
+    let examples: Vec<&str> = short
+        .lines()
+        .filter(|l| l.starts_with("  retry "))
+        .collect();
+    assert_eq!(examples.len(), 5);
+    for line in examples {
+        let command = line.split(" # ").next().unwrap_or(line);
+        let command = command.split(" && ").next().unwrap_or(command);
+        let mut words: Vec<&str> = command.split_whitespace().skip(1).collect();
+        let mut cmd = retry();
+        if let Some(at) = words.iter().position(|w| *w == "--") {
+            words.truncate(at);
+            words.extend(["--", "true"]);
+        } else if !words.contains(&"--dry-run") {
+            cmd.arg("--dry-run");
+        }
+        cmd.args(&words);
+        let out = cmd.output().expect("retry runs");
+        assert!(
+            out.status.success(),
+            "{line}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }
 
 // ---- GitHub Actions annotations ----------------------------------------------
@@ -196,9 +256,20 @@ fn annotations_appear_under_github_actions() {
 
 #[test]
 fn annotations_absent_outside_github_actions() {
-    assert!(annotations(&stderr_of(two_failures(&mut retry()))).is_empty());
+    let unset = stderr_of(two_failures(&mut retry()));
     let not_true = stderr_of(two_failures(retry().env("GITHUB_ACTIONS", "false")));
-    assert!(annotations(&not_true).is_empty());
+    for stderr in [unset, not_true] {
+        // The plain lines the annotations would repeat are there.
+        assert!(
+            stderr.contains("retry: attempt 1/2 failed (exit 3)"),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("retry: giving up after 2 attempts"),
+            "{stderr}"
+        );
+        assert!(annotations(&stderr).is_empty(), "{stderr}");
+    }
 }
 
 #[test]
@@ -233,9 +304,19 @@ fn json_log_on_stderr_stays_pure_json_under_github_actions() {
             .env("GITHUB_ACTIONS", "true")
             .args(["--log-format", "json"]),
     ));
-    for line in stderr.lines() {
-        serde_json::from_str::<serde_json::Value>(line).expect("every line is JSON");
-    }
+    let events: Vec<serde_json::Value> = stderr
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("every line is JSON"))
+        .collect();
+    // The whole log is there: start, two attempts with their waits, done,
+    // and the warning that stdout (a pipe here) keeps the first attempt's
+    // output ahead of the next one's.
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["event"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["start", "attempt", "sleep", "warning", "attempt", "done"],
+        "{stderr}"
+    );
 }
 
 // ---- colour and the countdown ---------------------------------------------------
@@ -295,7 +376,9 @@ fn no_escapes_on_a_terminal_with_color_never() {
 
 #[test]
 fn no_escapes_on_a_dumb_terminal() {
-    let (out, _) = in_pty(&quick(&[]), &[("TERM", "dumb")]);
+    let (out, code) = in_pty(&quick(&[]), &[("TERM", "dumb")]);
+    assert_eq!(code, Some(3));
+    assert!(out.contains("retry: attempt 1/2 failed"), "{out:?}");
     assert!(!out.contains(ESC), "{out:?}");
 }
 
@@ -336,12 +419,16 @@ fn countdown_shows_during_a_long_wait_and_is_erased_before_the_child_runs() {
 
 #[test]
 fn no_countdown_when_quiet() {
-    let (out, _) = in_pty(
+    let (out, code) = in_pty(
         &[
             "-q", "--max", "2", "--base", "1500ms", "--jitter", "none", "--", "false",
         ],
         &[],
     );
+    // The run went through its wait (the control case above draws the
+    // countdown in it) and said only its last word.
+    assert_eq!(code, Some(1));
+    assert!(out.contains("after 2 attempts in"), "{out:?}");
     assert!(!out.contains("starts in"), "{out:?}");
 }
 

@@ -358,7 +358,7 @@ fn small_herd(jitter: &str) -> (herd::Figures, (u64, u64, f64, u64)) {
     let p = herd::Params {
         retry: crate::util::bin().to_path_buf(),
         clients: 50,
-        outage: std::time::Duration::from_secs(1),
+        outage: std::time::Duration::from_millis(1400),
         policy: [
             "--base", "100ms", "--cap", "2s", "--max", "30", "--jitter", jitter,
         ]
@@ -377,22 +377,17 @@ fn small_herd(jitter: &str) -> (herd::Figures, (u64, u64, f64, u64)) {
 }
 
 #[test]
-fn a_small_real_herd_matches_its_simulation() {
-    // No jitter: waves at 0.1, 0.3 and 0.7 s fail, the one at 1.5 s succeeds,
-    // each with all 50 clients in one 100 ms window, as simulated.
+fn a_small_real_herd_without_jitter_matches_its_simulation_exactly() {
+    // No jitter: waves at 0.1, 0.3 and 0.7 s fail, the one at 1.5 s
+    // succeeds. The outage ends at 1.4 s: the third wave may come 0.7 s
+    // late (waits only ever run long) and still fail, as simulated, so the
+    // counts are exact whatever the machine's load. How tightly the waves
+    // bunch, and what jitter does to them, are timings: the herd bench
+    // measures them (bench/README.md, "A real herd next to its simulation").
     let (f, (sim_requests, _, _, sim_before)) = small_herd("none");
-    let none_after = f.busiest_after_recovery;
-    assert_eq!(f.succeeded, 50);
-    assert!(f.busiest_retry_wave >= 45, "{f:?}");
+    assert_eq!((f.succeeded, f.gave_up), (50, 0));
     assert_eq!((f.requests as u64, sim_requests), (250, 250));
-    assert_eq!(f.during_outage as u64, sim_before);
-    // Full jitter spreads the same herd; the total stays near the simulation's.
-    let (f, (sim_requests, _, _, _)) = small_herd("full");
-    assert_eq!(f.succeeded, 50);
-    let ratio = f.requests as f64 / sim_requests as f64;
-    assert!((0.8..=1.2).contains(&ratio), "{f:?} vs {sim_requests}");
-    // ... and no longer comes back in one wave once the server is up.
-    assert!(f.busiest_after_recovery * 3 <= none_after, "{f:?}");
+    assert_eq!((f.during_outage as u64, sim_before), (200, 200));
 }
 
 #[test]
@@ -460,6 +455,33 @@ fn a_bad_plot_path_is_refused_before_the_simulation_runs() {
     let out = plot_refused(&open.join("p.svg"));
     assert!(
         out.stderr_text().contains("writable by every user"),
+        "{}",
+        out.stderr_text()
+    );
+}
+
+#[test]
+fn a_plot_fifo_nobody_reads_or_another_user_planted_is_refused_at_once() {
+    let dir = scratch();
+    let fifo = dir.path().join("plot.svg");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    let out = plot_refused(&fifo);
+    assert!(
+        out.stderr_text().contains("is a FIFO that nobody reads"),
+        "{}",
+        out.stderr_text()
+    );
+    use crate::util::{NOBODY, Sticky, as_nobody, plays_a_second_user};
+    if !plays_a_second_user() {
+        return;
+    }
+    let tmp = Sticky::new();
+    let theirs = tmp.join("storm.svg");
+    as_nobody(&format!("touch '{0}' && chmod 666 '{0}'", theirs.display()));
+    let out = plot_refused(&theirs);
+    assert!(
+        out.stderr_text()
+            .contains(&format!("is another user's file (uid {NOBODY})")),
         "{}",
         out.stderr_text()
     );

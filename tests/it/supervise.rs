@@ -61,13 +61,10 @@ const PIPE_BIT: u64 = 1 << 12;
 
 #[test]
 fn as_pid_1_of_a_new_pid_namespace_zombies_never_hold_cleanup_up() {
-    if Command::new("unshare")
-        .args(["--fork", "--pid", "--mount-proc", "true"])
-        .status()
-        .map_or(true, |s| !s.success())
-    {
-        // Creating namespaces needs root (or user namespaces); say so loudly.
-        eprintln!("SKIPPED as_pid_1_of_a_new_pid_namespace: unshare --pid is not permitted here");
+    if !crate::need::unshare(
+        &["--fork", "--pid", "--mount-proc", "true"],
+        "a PID namespace",
+    ) {
         return;
     }
     let dir = scratch();
@@ -111,8 +108,6 @@ fn kill_9_of_retry_takes_the_command_along() {
         &format!("echo $$ > {}; exec sleep 30", path_str(&pid_file)),
     )
     .spawn();
-    wait_for_file(&pid_file, SETTLE);
-    std::thread::sleep(Duration::from_millis(50));
     let child = read_pid(&pid_file);
     running.signal(Signal::SIGKILL);
     assert!(gone_within(child, SETTLE), "the command outlived retry");

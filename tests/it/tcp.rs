@@ -2,27 +2,39 @@
 //! refused, unresolvable and silent targets, with curl's exit statuses.
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Duration;
 
-use crate::util::{Outcome, free_port, retry, scratch};
+use crate::util::{Outcome, free_port, path_str, retry, scratch, wait_for_line};
 
-/// A listener that accepts and counts connections until the test ends.
-fn counting(addr: &str) -> (SocketAddr, Arc<AtomicUsize>) {
-    let listener = TcpListener::bind(addr).unwrap();
-    let local = listener.local_addr().unwrap();
-    let count = Arc::new(AtomicUsize::new(0));
-    let seen = Arc::clone(&count);
-    thread::spawn(move || {
-        for conn in listener.incoming() {
-            if conn.is_ok() {
-                seen.fetch_add(1, Ordering::SeqCst);
+/// A listener that accepts connections until the test ends, noting each
+/// peer's address.
+struct Counting {
+    addr: SocketAddr,
+    peers: Arc<Mutex<Vec<SocketAddr>>>,
+}
+
+impl Counting {
+    fn start(addr: &str) -> Counting {
+        let listener = TcpListener::bind(addr).unwrap();
+        let local = listener.local_addr().unwrap();
+        let peers = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&peers);
+        thread::spawn(move || {
+            for conn in listener.incoming() {
+                if let Ok(peer) = conn.and_then(|c| c.peer_addr()) {
+                    seen.lock().expect("lock").push(peer);
+                }
             }
-        }
-    });
-    (local, count)
+        });
+        Counting { addr: local, peers }
+    }
+
+    /// How many connections were made before this call.
+    fn settled(&self) -> usize {
+        crate::util::connections_before_now(self.addr, &self.peers)
+    }
 }
 
 fn done(out: &Outcome) -> serde_json::Value {
@@ -42,15 +54,14 @@ fn args<'a>(extra: &[&'a str]) -> Vec<&'a str> {
 
 #[test]
 fn a_listening_port_succeeds_at_once() {
-    let (addr, count) = counting("127.0.0.1:0");
-    let target = addr.to_string();
+    let listening = Counting::start("127.0.0.1:0");
+    let target = listening.addr.to_string();
     let out = retry(args(&["--tcp", &target])).run();
     out.expect_code(0);
     assert_eq!(done(&out)["attempts"], 1);
     assert!(out.stdout.is_empty());
     // Closed at once, nothing sent: one connection.
-    thread::sleep(Duration::from_millis(100));
-    assert_eq!(count.load(Ordering::SeqCst), 1);
+    assert_eq!(listening.settled(), 1);
     let start = &out.json()[0];
     assert_eq!(start["command"][0], format!("tcp://{target}"));
 }
@@ -67,19 +78,35 @@ fn a_refused_port_is_retried_and_exits_7() {
     assert!(reason.contains(&target), "{reason}");
 }
 
-/// `retry --max-time 30s --cap 200ms PROBE...` with `port` opened 800 ms
-/// in, once retry has failed on it: it succeeds, after two attempts or more.
+/// `retry --max-time 30s --cap 200ms PROBE...` with `port` opened once
+/// retry has failed on it: it succeeds, after two attempts or more.
 #[track_caller]
 fn opened_later(probe: &[&str], port: u16) {
-    let mut all = vec!["--max-time", "30s", "--cap", "200ms"];
+    let dir = scratch();
+    let log = dir.path().join("log");
+    let log_arg = path_str(&log);
+    let mut all = vec![
+        "--max-time",
+        "30s",
+        "--cap",
+        "200ms",
+        "--log-file",
+        &log_arg,
+    ];
     all.extend_from_slice(probe);
     let running = retry(args(&all)).spawn();
-    thread::sleep(Duration::from_millis(800));
+    wait_for_line(&log, "\"outcome\":\"retryable\"", Duration::from_secs(20));
     let listener = TcpListener::bind(("127.0.0.1", port)).expect("the port is still free");
     let out = running.wait();
     drop(listener);
     out.expect_code(0);
-    assert!(done(&out)["attempts"].as_u64().unwrap() >= 2);
+    let text = std::fs::read_to_string(&log).expect("log");
+    let done = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("JSON"))
+        .find(|e| e["event"] == "done")
+        .expect("a done event");
+    assert!(done["attempts"].as_u64().unwrap() >= 2, "{text}");
 }
 
 #[test]
@@ -91,33 +118,24 @@ fn a_port_that_opens_later_is_waited_for() {
 
 #[test]
 fn every_target_must_accept_and_one_that_did_is_not_probed_again() {
-    let (up, count) = counting("127.0.0.1:0");
+    let up = Counting::start("127.0.0.1:0");
     let later = free_port();
     opened_later(
         &[
             "--tcp",
-            &up.to_string(),
+            &up.addr.to_string(),
             "--tcp",
             &format!("127.0.0.1:{later}"),
         ],
         later,
     );
-    thread::sleep(Duration::from_millis(100));
-    assert_eq!(
-        count.load(Ordering::SeqCst),
-        1,
-        "the first target was probed again"
-    );
+    assert_eq!(up.settled(), 1, "the first target was probed again");
 }
 
 #[test]
 fn an_ipv6_literal_is_probed_on_its_own_address() {
-    let listener = match TcpListener::bind("[::1]:0") {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("SKIPPED: no IPv6 loopback here ({e})");
-            return;
-        }
+    let Some(listener) = crate::need::listener("[::1]:0") else {
+        return;
     };
     let port = listener.local_addr().unwrap().port();
     let out = retry(args(&["--max=1", "--tcp", &format!("[::1]:{port}")])).run();
@@ -213,7 +231,7 @@ exec "$@""#;
     let code = out.status.code().unwrap_or(-1);
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     if (code == 1 && stderr.contains("unshare")) || code == 97 || code == 98 {
-        eprintln!("SKIPPED: cannot make a private mount namespace here: {stderr}");
+        crate::need::met(false, &format!("a private mount namespace: {stderr}"));
         return None;
     }
     Some(Outcome::from_output(out))
@@ -226,20 +244,18 @@ fn a_name_with_several_addresses_is_tried_on_each() {
     // must get past a refusal to succeed.
     let hosts = "127.0.0.1 db.test\n127.0.0.2 db.test\n";
     for listening in ["127.0.0.1", "127.0.0.2"] {
-        let Ok(listener) = TcpListener::bind((listening, 0)) else {
-            eprintln!("SKIPPED: cannot listen on {listening}");
+        let Some(listener) = crate::need::listener(&format!("{listening}:0")) else {
             return;
         };
         let port = listener.local_addr().unwrap().port();
         drop(listener);
-        let (_, count) = counting(&format!("{listening}:{port}"));
+        let counting = Counting::start(&format!("{listening}:{port}"));
         let target = format!("db.test:{port}");
         let Some(out) = with_hosts(hosts, &args(&["--max=1", "--tcp", &target])) else {
             return;
         };
         out.expect_code(0);
-        thread::sleep(Duration::from_millis(100));
-        assert_eq!(count.load(Ordering::SeqCst), 1, "{listening}");
+        assert_eq!(counting.settled(), 1, "{listening}");
     }
     // No address accepts: the name and the address tried last are named.
     let free = free_port();

@@ -153,10 +153,15 @@ fn time_suspended_by_ctrl_z_is_not_idle_time() {
 fn in_the_background_retry_leaves_the_terminal_alone_until_fg() {
     let mut t = shell();
     t.type_keys(b"retry --max 1 -- sh -c 'read x; echo got:$x' &\n");
-    // The attempt tried to read the terminal from the background: the job
-    // stops, as it would without retry.
-    t.type_keys(b"sleep 1; jobs\n");
-    let at = t.expect("Stopped", SOON);
+    // The attempt tries to read the terminal from the background: the job
+    // stops, as it would without retry. The shell polls its job table (up
+    // to 20 s), then shows it; the marker is computed, so the echo of the
+    // typed line cannot match it.
+    t.type_keys(
+        b"i=0; while [ -z \"$(jobs -s)\" ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; echo polled:$((6*7)); jobs\n",
+    );
+    let at = t.expect("polled:42", Duration::from_secs(30));
+    let at = t.expect_after(at, "Stopped", SOON);
     t.type_keys(b"fg\n");
     let at = t.expect_after(at, "retry", SOON);
     t.type_keys(b"bg-input\n");

@@ -305,3 +305,28 @@ fn a_value_that_starts_with_a_hyphen_is_the_flags_value() {
     );
     assert!(checked > 60, "only {checked} flag values checked");
 }
+
+#[test]
+fn a_capital_m_duration_is_refused_with_minutes_and_months_as_the_fix() {
+    let dir = scratch();
+    let marker = dir.path().join("ran");
+    let touch = format!("touch {}", path_str(&marker));
+    let out = retry_sh(&["--cap", "5M"], &touch).run();
+    let line = out.expect_usage_line("--cap");
+    assert!(
+        line.contains("'5M'") && line.contains("write 5min or 5months"),
+        "{line}"
+    );
+    let out = retry_sh(&[], &touch).env("RETRY_MAX_TIME", "1M").run();
+    let line = out.expect_usage_line("RETRY_MAX_TIME (--max-time)");
+    assert!(line.contains("write 1min or 1month"), "{line}");
+    assert!(!marker.exists(), "a refused duration ran the command");
+    // Written out, a month is read as one, and w as weeks.
+    let out = retry(["--dry-run", "--base", "1w", "--cap", "1month", "--max", "2"]).run();
+    out.expect_code(0);
+    assert!(
+        out.stdout_text().contains("from 7d to 30d 10h 33m 36s"),
+        "{}",
+        out.stdout_text()
+    );
+}

@@ -280,6 +280,17 @@ pub fn scratch() -> tempfile::TempDir {
 /// may not reach a build directory under a private home or `mktemp -d`.
 pub fn bin_for_anyone() -> (tempfile::TempDir, PathBuf) {
     use std::os::unix::fs::PermissionsExt;
+    let dir = scratch_for_anyone();
+    let copy = dir.path().join("retry");
+    std::fs::copy(bin(), &copy).expect("copy the binary");
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).expect("chmod 755");
+    (dir, copy)
+}
+
+/// A fresh directory (mode 0755) under a temporary directory whose every
+/// ancestor others may search.
+pub fn scratch_for_anyone() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
     let searchable = |dir: &Path| {
         dir.ancestors().all(|d| {
             std::fs::metadata(d).is_ok_and(|m| m.is_dir() && m.permissions().mode() & 0o001 != 0)
@@ -297,10 +308,7 @@ pub fn bin_for_anyone() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir_in(base).expect("temp dir");
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
         .expect("chmod 755");
-    let copy = dir.path().join("retry");
-    std::fs::copy(bin(), &copy).expect("copy the binary");
-    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).expect("chmod 755");
-    (dir, copy)
+    dir
 }
 
 /// A port on 127.0.0.1 that nothing listens on (bound, then released).
@@ -323,6 +331,37 @@ pub fn wait_for_file(path: &Path, within: Duration) {
     }
 }
 
+/// Poll until `ready()` holds; fails, naming `what`, after `within`.
+#[track_caller]
+pub fn wait_until(within: Duration, what: &str, mut ready: impl FnMut() -> bool) {
+    let until = Instant::now() + within;
+    while !ready() {
+        assert!(Instant::now() < until, "{what}: not within {within:?}");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Poll until a line of the file at `path` (a `--log-file`) contains
+/// `needle`; returns that line. Fails after `within`.
+#[track_caller]
+pub fn wait_for_line(path: &Path, needle: &str, within: Duration) -> String {
+    let mut found = None;
+    wait_until(
+        within,
+        &format!("no line with {needle:?} in {}", path.display()),
+        || {
+            found = std::fs::read_to_string(path)
+                .ok()
+                .and_then(|text| text.lines().find(|l| l.contains(needle)).map(String::from));
+            found.is_some()
+        },
+    );
+    found.unwrap_or_default()
+}
+
+/// The JSON log's line for a backoff wait that has begun.
+pub const SLEEP_EVENT: &str = "\"event\":\"sleep\"";
+
 /// Poll until something accepts connections on 127.0.0.1:`port`; fails,
 /// naming `what`, after `within`.
 #[track_caller]
@@ -334,19 +373,43 @@ pub fn wait_for_port(port: u16, within: Duration, what: &str) {
     }
 }
 
+/// How many connections a listener at `addr`, which notes each peer it
+/// accepts in `peers`, had been sent before this call. A listener accepts
+/// in order, so once a connection of the test's own is among them, every
+/// earlier one is too.
+#[track_caller]
+pub fn connections_before_now(
+    addr: std::net::SocketAddr,
+    peers: &std::sync::Mutex<Vec<std::net::SocketAddr>>,
+) -> usize {
+    let last = std::net::TcpStream::connect(addr).expect("connect to the listener");
+    let me = last.local_addr().expect("addr");
+    wait_until(
+        Duration::from_secs(20),
+        "the listener takes a connection",
+        || peers.lock().expect("lock").contains(&me),
+    );
+    peers.lock().expect("lock").len() - 1
+}
+
+/// A process's state letter from /proc (R, S, T, Z...); None once it is gone.
+fn state_of(pid: i32) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The state follows the parenthesised command name.
+    stat.rsplit(')')
+        .next()
+        .and_then(|rest| rest.split_whitespace().next())
+        .map(String::from)
+}
+
 /// Whether a process is still running (a zombie counts as gone).
 pub fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            // The state follows the parenthesised command name.
-            let state = stat
-                .rsplit(')')
-                .next()
-                .and_then(|rest| rest.split_whitespace().next());
-            !matches!(state, Some("Z") | Some("X") | None)
-        }
-        Err(_) => false,
-    }
+    !matches!(state_of(pid).as_deref(), Some("Z") | Some("X") | None)
+}
+
+/// Whether a process is stopped (SIGSTOP, SIGTSTP).
+pub fn stopped(pid: i32) -> bool {
+    state_of(pid).is_some_and(|s| s == "T")
 }
 
 /// Poll until the process is gone; returns whether it went within `within`.
@@ -361,10 +424,150 @@ pub fn gone_within(pid: i32, within: Duration) -> bool {
     true
 }
 
+/// The pid a shell wrote to `path` (`echo $$ > path`): waits, within a
+/// bound, for the whole line, since the file exists before the echo is in.
+#[track_caller]
 pub fn read_pid(path: &PathBuf) -> i32 {
-    std::fs::read_to_string(path)
-        .expect("pid file")
-        .trim()
-        .parse()
-        .expect("pid")
+    let mut line = String::new();
+    wait_until(
+        Duration::from_secs(20),
+        &format!("a pid in {}", path.display()),
+        || {
+            line = std::fs::read_to_string(path).unwrap_or_default();
+            line.ends_with('\n')
+        },
+    );
+    line.trim().parse().expect("pid")
+}
+
+/// retry's peak resident size (KiB, as `/usr/bin/time` reports it) over a
+/// run of `retry ARGS -- sh -c SCRIPT` with stdin and stdout on /dev/null,
+/// which must exit with `code`.
+pub fn peak_rss_kib(args: &[&str], script: &str, code: i32) -> u64 {
+    let out = Command::new("/usr/bin/time")
+        .args(["-f", "%M"])
+        .arg(bin())
+        .args(args)
+        .args(["--", "sh", "-c", script])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("/usr/bin/time (package time)");
+    assert_eq!(out.status.code(), Some(code));
+    let text = String::from_utf8_lossy(&out.stderr);
+    text.lines()
+        .last()
+        .and_then(|l| l.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak RSS in {text:?}"))
+}
+
+/// Whether a test that plays a second user can run: it changes owners and
+/// switches users, which needs root (as in CI). Otherwise says so.
+pub fn plays_a_second_user() -> bool {
+    if nix::unistd::Uid::effective().is_root() {
+        true
+    } else {
+        eprintln!("SKIPPED: this test plays a second user and needs root");
+        false
+    }
+}
+
+/// The second user of the hostile tests.
+pub const NOBODY: u32 = 65534;
+
+/// `sh -c SCRIPT` as the unprivileged user `nobody`, not yet started.
+/// setpriv (util-linux, installed by scripts/test.sh) also drops root's
+/// supplementary groups.
+pub fn as_nobody_command(script: &str) -> Command {
+    let id = NOBODY.to_string();
+    let mut cmd = Command::new("setpriv");
+    cmd.args([
+        "--reuid",
+        &id,
+        "--regid",
+        &id,
+        "--clear-groups",
+        "sh",
+        "-c",
+        script,
+    ])
+    .env_clear()
+    .env("PATH", "/usr/bin:/bin");
+    cmd
+}
+
+/// `sh -c SCRIPT` run as `nobody`; fails the test unless it succeeds.
+#[track_caller]
+pub fn as_nobody(script: &str) {
+    let out = as_nobody_command(script).output().expect("sh as nobody");
+    assert!(
+        out.status.success(),
+        "as nobody: {script}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A directory every user may write in and that is sticky, as `/tmp`,
+/// inside a scratch directory others may search (so that `nobody` reaches
+/// it wherever the checkout lives).
+pub struct Sticky {
+    _root: tempfile::TempDir,
+    pub path: PathBuf,
+}
+
+impl Sticky {
+    pub fn new() -> Sticky {
+        use std::os::unix::fs::PermissionsExt;
+        let root = scratch_for_anyone();
+        let path = root.path().join("tmp");
+        std::fs::create_dir(&path).expect("mkdir");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o1777)).expect("chmod");
+        Sticky { _root: root, path }
+    }
+
+    pub fn join(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+}
+
+/// Fills the tmpfs of [`in_private_tmpfs`] (its `$M`).
+pub const FILL_TMPFS: &str = "dd if=/dev/zero of=\"$M/fill\" bs=4k 2>/dev/null || true";
+
+/// Runs `script` (sh, `set -e` until it says otherwise) in a private mount
+/// namespace where `$M` is a fresh tmpfs mounted with `options` (`size=64k`,
+/// `size=1m,mode=1777`), `$R` is retry and `$O` a directory for what the
+/// script leaves the caller. Returns that directory (kept while the
+/// `TempDir` lives); None (a counted skip) where such a namespace cannot be
+/// made.
+pub fn in_private_tmpfs(options: &str, script: &str) -> Option<(tempfile::TempDir, PathBuf)> {
+    if !crate::need::unshare(
+        &["-m", "sh", "-c", "mount -t tmpfs tmpfs /mnt"],
+        "a private mount namespace with a tmpfs",
+    ) {
+        return None;
+    }
+    let t = scratch();
+    let m = t.path().join("m");
+    let o = t.path().join("o");
+    std::fs::create_dir(&m).expect("mount point");
+    std::fs::create_dir(&o).expect("results");
+    let full = format!(
+        "set -e; M='{m}'; O='{o}'; R='{r}'
+         mount -t tmpfs -o {options} tmpfs \"$M\"
+         {script}",
+        m = path_str(&m),
+        o = path_str(&o),
+        r = path_str(bin()),
+    );
+    let status = Command::new("unshare")
+        .args(["-m", "sh", "-c", &full])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .status()
+        .expect("unshare");
+    assert!(status.success(), "the set-up failed");
+    Some((t, o))
 }

@@ -5,11 +5,15 @@
 //! The client accepts HTTP/0.9 replies (a body with no status line) only
 //! so that retry gets to see the bytes of a reply that is not HTTP: nothing
 //! is ever delivered from one. A reply that begins with a TLS record is a
-//! TLS server behind an http:// URL, and says so.
+//! TLS server behind an http:// URL, and says so. So is a server that hangs
+//! up on a plain request without a byte, as OpenSSL's do, when a TLS hello
+//! sent to it on a second connection gets a TLS record back.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use reqwest::Response;
+use reqwest::{Response, Url};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::tls;
 use crate::classify::{Limit, NetFailure, Status};
@@ -26,7 +30,7 @@ pub fn failure(e: &reqwest::Error, cacert: bool) -> Status {
     if let Some(t) = tls_error(e) {
         return Status::Net {
             failure: NetFailure::Tls,
-            detail: tls::explain(t, cacert),
+            detail: tls::explain(t, tls::Advice::for_http(cacert)),
         };
     }
     if let Some(why) = malformed(e) {
@@ -98,6 +102,87 @@ pub async fn not_http(mut response: Response) -> Status {
     }
 }
 
+/// `status`, or what it turns out to be: a TLS server behind an http://
+/// URL that closed or reset the connection without a reply (OpenSSL-based
+/// servers, such as `openssl s_server` and Python's `ssl` module, answer a
+/// plain request so, where others send a TLS alert). Such a loss is checked
+/// once: a TLS hello on a fresh connection, and whether a TLS record comes
+/// back within a short wait. Through a proxy the server is not reached
+/// directly, and nothing is checked.
+pub async fn or_tls_behind_http(status: Status, url: &Url) -> Status {
+    let lost = matches!(
+        status,
+        Status::Net {
+            failure: NetFailure::Lost,
+            ..
+        }
+    );
+    if !lost || url.scheme() != "http" || proxied() {
+        return status;
+    }
+    let (Some(host), Some(port)) = (url.host_str(), url.port_or_known_default()) else {
+        return status;
+    };
+    let reply = tokio::time::timeout(SNIFF_WAIT, tls_reply(host, port)).await;
+    if reply.is_ok_and(|bytes| is_tls_record(&bytes)) {
+        return Status::Net {
+            failure: NetFailure::BadReply,
+            detail: TLS_HERE.to_string(),
+        };
+    }
+    status
+}
+
+/// Whether a proxy from the environment could stand between retry and the
+/// server (the client takes its proxies from there).
+fn proxied() -> bool {
+    ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()))
+}
+
+/// The first bytes a server at `host:port` answers a TLS hello with.
+async fn tls_reply(host: &str, port: u16) -> Vec<u8> {
+    let Some(hello) = client_hello(host) else {
+        return Vec::new();
+    };
+    let Ok(mut tcp) = tokio::net::TcpStream::connect((host.trim_matches(['[', ']']), port)).await
+    else {
+        return Vec::new();
+    };
+    let mut bytes = vec![0u8; 8];
+    if tcp.write_all(&hello).await.is_err() {
+        return Vec::new();
+    }
+    let n = tcp.read(&mut bytes).await.unwrap_or(0);
+    bytes.truncate(n);
+    bytes
+}
+
+/// A TLS ClientHello for `host`, as rustls writes one.
+fn client_hello(host: &str) -> Option<Vec<u8>> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .ok()?
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+    let name =
+        rustls::pki_types::ServerName::try_from(host.trim_matches(['[', ']']).to_string()).ok()?;
+    let mut conn = rustls::ClientConnection::new(Arc::new(config), name).ok()?;
+    let mut hello = Vec::new();
+    conn.write_tls(&mut hello).ok()?;
+    Some(hello)
+}
+
+/// Whether `bytes` begin a TLS record: handshake (22) or alert (21), then
+/// version 3.x.
+fn is_tls_record(bytes: &[u8]) -> bool {
+    matches!(bytes, [21 | 22, 3, ..])
+}
+
+const TLS_HERE: &str = "the server speaks TLS here: use https://";
+
 /// A body's first `max` bytes (or a little more: chunks come whole), or
 /// what came of them before it ended or `wait` ran out.
 pub(super) async fn first_bytes(response: &mut Response, max: usize, wait: Duration) -> Vec<u8> {
@@ -116,9 +201,8 @@ pub(super) async fn first_bytes(response: &mut Response, max: usize, wait: Durat
 
 /// What the first bytes of a reply that is not HTTP look like.
 pub fn describe(bytes: &[u8]) -> String {
-    // A TLS record: handshake (22) or alert (21), then version 3.x.
-    if let [21 | 22, 3, ..] = bytes {
-        return "the server speaks TLS here: use https://".to_string();
+    if is_tls_record(bytes) {
+        return TLS_HERE.to_string();
     }
     let start = &bytes[..bytes.len().min(SNIFF_BYTES)];
     let text = crate::mask::text(&String::from_utf8_lossy(start));

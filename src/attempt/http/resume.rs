@@ -7,9 +7,16 @@
 //! plain request, and the download starts over. So does one that answers
 //! the range with a whole 200 (its representation changed, or it ignores
 //! ranges), or with a range that does not start where the file ends.
+//!
+//! A 206 is also checked against the response whose body it continues
+//! ([`mismatch`]): a server or proxy that ignores `If-Range` would send the
+//! rest of a newer version, and appending it would make a file that is
+//! neither. Its validator (the same ETag, or the same Last-Modified) and
+//! its complete length must be the first response's, or the download
+//! starts over.
 
 use reqwest::header::{
-    ACCEPT_RANGES, CONTENT_RANGE, DATE, ETAG, HeaderMap, HeaderValue, LAST_MODIFIED,
+    ACCEPT_RANGES, CONTENT_LENGTH, CONTENT_RANGE, DATE, ETAG, HeaderMap, HeaderValue, LAST_MODIFIED,
 };
 
 /// A body an earlier attempt left partly written, and how to ask for the
@@ -21,6 +28,19 @@ pub struct Partial {
     /// The status of the response the body belongs to: what the attempt
     /// reports when the rest arrives (a 206 is only its continuation).
     pub code: u16,
+    /// The whole body's length, when that response declared it.
+    pub length: Option<u64>,
+}
+
+/// The length a whole response declares (`Content-Length`).
+pub fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
+        .get(CONTENT_LENGTH)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
 }
 
 /// The validator a response offers for resuming its body, if it offers a
@@ -61,24 +81,45 @@ pub fn range_from(n: u64) -> HeaderValue {
         .unwrap_or_else(|_| HeaderValue::from_static("bytes=0-"))
 }
 
-/// Whether a 206's `Content-Range` (`bytes 100-199/200`) starts at byte `n`.
-pub fn continues_at(headers: &HeaderMap, n: u64) -> bool {
-    let Some(range) = headers.get(CONTENT_RANGE).and_then(|v| v.to_str().ok()) else {
-        return false;
+/// A 206's `Content-Range` (`bytes 100-199/200`): the first and last byte
+/// sent, and the complete length (`None` for `*`, unknown).
+fn content_range(headers: &HeaderMap) -> Option<(u64, u64, Option<u64>)> {
+    let range = headers.get(CONTENT_RANGE)?.to_str().ok()?;
+    let (span, total) = range.trim().strip_prefix("bytes ")?.split_once('/')?;
+    let (first, last) = span.split_once('-')?;
+    let (first, last) = (first.trim().parse().ok()?, last.trim().parse().ok()?);
+    let total = match total.trim() {
+        "*" => None,
+        t => Some(t.parse().ok()?),
     };
-    let Some(spec) = range.trim().strip_prefix("bytes ") else {
-        return false;
+    (last >= first).then_some((first, last, total))
+}
+
+/// Why a 206 answer to a request for the rest of `partial`'s body from
+/// byte `held` is not that rest, or `None` when it is: it must start at
+/// `held`, carry the same validator as the response it continues, and
+/// declare the same complete length.
+pub fn mismatch(partial: &Partial, headers: &HeaderMap, held: u64) -> Option<&'static str> {
+    let Some((first, _, total)) = content_range(headers) else {
+        return Some("the server's partial answer has no usable Content-Range");
     };
-    let Some((span, _total)) = spec.split_once('/') else {
-        return false;
-    };
-    let Some((first, last)) = span.split_once('-') else {
-        return false;
-    };
-    match (first.trim().parse::<u64>(), last.trim().parse::<u64>()) {
-        (Ok(first), Ok(last)) => first == n && last >= first,
-        _ => false,
+    if first != held {
+        return Some("the server sent another range than asked for");
     }
+    let header = if partial.validator.as_bytes().first() == Some(&b'"') {
+        ETAG
+    } else {
+        LAST_MODIFIED
+    };
+    if headers.get(&header) != Some(&partial.validator) {
+        return Some("the server sent part of another version (its validator changed)");
+    }
+    if let (Some(before), Some(now)) = (partial.length, total)
+        && before != now
+    {
+        return Some("the server sent part of another version (its length changed)");
+    }
+    None
 }
 
 #[cfg(test)]
@@ -141,26 +182,69 @@ mod tests {
         assert_eq!(validator(&no_date), None);
     }
 
+    fn partial(validator: &'static str, length: Option<u64>) -> Partial {
+        Partial {
+            validator: HeaderValue::from_static(validator),
+            code: 200,
+            length,
+        }
+    }
+
     #[test]
     fn ranges_and_content_ranges() {
         assert_eq!(range_from(0), "bytes=0-");
         assert_eq!(range_from(12_345), "bytes=12345-");
-        let h = headers(&[("content-range", "bytes 100-199/200")]);
-        assert!(continues_at(&h, 100));
-        assert!(!continues_at(&h, 0));
-        let unknown_total = headers(&[("content-range", "bytes 100-199/*")]);
-        assert!(continues_at(&unknown_total, 100));
+        let p = partial("\"v1\"", Some(200));
+        let h = headers(&[("content-range", "bytes 100-199/200"), ("etag", "\"v1\"")]);
+        assert_eq!(mismatch(&p, &h, 100), None);
+        assert!(mismatch(&p, &h, 0).is_some());
+        let unknown_total = headers(&[("content-range", "bytes 100-199/*"), ("etag", "\"v1\"")]);
+        assert_eq!(mismatch(&p, &unknown_total, 100), None);
         for bad in [
             "bytes */200",
             "items 100-199/200",
             "bytes 100-/200",
             "bytes 100-99/200",
+            "bytes 100-199/many",
         ] {
-            assert!(
-                !continues_at(&headers(&[("content-range", bad)]), 100),
-                "{bad}"
-            );
+            let h = headers(&[("content-range", bad), ("etag", "\"v1\"")]);
+            assert!(mismatch(&p, &h, 100).is_some(), "{bad}");
         }
-        assert!(!continues_at(&HeaderMap::new(), 0));
+        assert!(mismatch(&p, &HeaderMap::new(), 0).is_some());
+    }
+
+    #[test]
+    fn a_partial_answer_from_another_version_is_no_continuation() {
+        // The server ignored If-Range: v2's second half.
+        let p = partial("\"v1\"", Some(2000));
+        let v2 = headers(&[
+            ("content-range", "bytes 1000-1999/2000"),
+            ("etag", "\"v2\""),
+        ]);
+        assert!(mismatch(&p, &v2, 1000).unwrap().contains("validator"));
+        // No tag at all cannot show it is the same.
+        let none = headers(&[("content-range", "bytes 1000-1999/2000")]);
+        assert!(mismatch(&p, &none, 1000).is_some());
+        // The same tag, another complete length.
+        let longer = headers(&[
+            ("content-range", "bytes 1000-2999/3000"),
+            ("etag", "\"v1\""),
+        ]);
+        assert!(mismatch(&p, &longer, 1000).unwrap().contains("length"));
+        // A date validator is compared with the 206's Last-Modified.
+        let lm = "Sun, 06 Nov 1994 08:49:37 GMT";
+        let p = partial(lm, None);
+        let same = headers(&[("content-range", "bytes 5-9/10"), ("last-modified", lm)]);
+        assert_eq!(mismatch(&p, &same, 5), None);
+        let newer = headers(&[
+            ("content-range", "bytes 5-9/10"),
+            ("last-modified", "Mon, 07 Nov 1994 08:49:37 GMT"),
+        ]);
+        assert!(mismatch(&p, &newer, 5).is_some());
+        assert_eq!(
+            declared_length(&headers(&[("content-length", " 2000")])),
+            Some(2000)
+        );
+        assert_eq!(declared_length(&HeaderMap::new()), None);
     }
 }

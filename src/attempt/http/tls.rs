@@ -125,19 +125,53 @@ impl ServerCertVerifier for Lazy {
     }
 }
 
-/// A TLS failure in words, for the log. `cacert`: the user gave `--cacert`,
-/// so the advice is about what it holds rather than to add one.
-pub fn explain(e: &Error, cacert: bool) -> String {
+/// What a TLS failure's words may advise about trust.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Advice {
+    /// HTTP mode without `--cacert`: adding one is the fix.
+    AddCacert,
+    /// HTTP mode with `--cacert`: the advice is about what it holds.
+    CacertGiven,
+    /// The end-of-run reports, which take no `--cacert`: the system's
+    /// trust (`SSL_CERT_FILE`) is what applies.
+    SystemOnly,
+}
+
+impl Advice {
+    /// HTTP mode's advice: `cacert` says whether `--cacert` was given.
+    pub fn for_http(cacert: bool) -> Advice {
+        if cacert {
+            Advice::CacertGiven
+        } else {
+            Advice::AddCacert
+        }
+    }
+}
+
+/// A TLS failure in words, for the log, with the advice `advice` allows.
+pub fn explain(e: &Error, advice: Advice) -> String {
     use CertificateError as C;
-    let unknown = if cacert {
-        "the server's certificate is not trusted: neither it nor a certificate that signed it is in --cacert or the system's roots"
-    } else {
-        "the server's certificate is not trusted: it is not signed by a known authority (--cacert FILE adds a trust anchor)"
+    let unknown = match advice {
+        Advice::CacertGiven => {
+            "the server's certificate is not trusted: neither it nor a certificate that signed it is in --cacert or the system's roots"
+        }
+        Advice::AddCacert => {
+            "the server's certificate is not trusted: it is not signed by a known authority (--cacert FILE adds a trust anchor)"
+        }
+        Advice::SystemOnly => {
+            "the server's certificate is not trusted: it is not signed by a known authority (SSL_CERT_FILE adds trust anchors)"
+        }
     };
-    let ca_as_own = if cacert {
-        "the server's certificate is not trusted: it is a CA certificate used as a server's own, and --cacert does not hold this very certificate"
-    } else {
-        "the server's certificate is not trusted: it is a CA certificate, used as a server's own (--cacert FILE holding this very certificate trusts it)"
+    let ca_as_own = match advice {
+        Advice::CacertGiven => {
+            "the server's certificate is not trusted: it is a CA certificate used as a server's own, and --cacert does not hold this very certificate"
+        }
+        Advice::AddCacert => {
+            "the server's certificate is not trusted: it is a CA certificate, used as a server's own (--cacert FILE holding this very certificate trusts it)"
+        }
+        Advice::SystemOnly => {
+            "the server's certificate is not trusted: it is a CA certificate, used as a server's own"
+        }
     };
     match e {
         Error::InvalidCertificate(c) => match c {
@@ -207,15 +241,25 @@ mod tests {
 
     #[test]
     fn failures_read_as_words() {
-        let cert = |c| explain(&Error::InvalidCertificate(c), false);
+        let cert = |c| explain(&Error::InvalidCertificate(c), Advice::AddCacert);
         assert!(cert(CertificateError::UnknownIssuer).contains("not trusted"));
         assert!(cert(CertificateError::UnknownIssuer).contains("--cacert FILE adds"));
         // Given --cacert already, the words do not tell to add one.
         let given = explain(
             &Error::InvalidCertificate(CertificateError::UnknownIssuer),
-            true,
+            Advice::CacertGiven,
         );
         assert!(!given.contains("adds"), "{given}");
+        // Where --cacert is not taken, it is never advised.
+        for c in [
+            CertificateError::UnknownIssuer,
+            CertificateError::Other(rustls::OtherError(std::sync::Arc::new(
+                webpki::Error::CaUsedAsEndEntity,
+            ))),
+        ] {
+            let words = explain(&Error::InvalidCertificate(c), Advice::SystemOnly);
+            assert!(!words.contains("--cacert"), "{words}");
+        }
         assert_eq!(
             cert(CertificateError::Expired),
             "the server's certificate expired"
@@ -234,7 +278,7 @@ mod tests {
             Error::NoCertificatesPresented,
             Error::General("x".into()),
         ] {
-            let words = explain(&e, false);
+            let words = explain(&e, Advice::AddCacert);
             assert!(!words.contains("Error"), "{words}");
         }
     }

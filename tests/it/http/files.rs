@@ -7,15 +7,6 @@ use std::path::Path;
 
 use super::*;
 
-fn root() -> bool {
-    if nix::unistd::Uid::effective().is_root() {
-        true
-    } else {
-        eprintln!("SKIPPED: this test changes file owners and needs root");
-        false
-    }
-}
-
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path).expect("stat").mode() & 0o7777
 }
@@ -38,7 +29,7 @@ fn an_existing_file_keeps_its_mode() {
 
 #[test]
 fn an_existing_file_keeps_its_owner_and_group() {
-    if !root() {
+    if !crate::need::root("it changes file owners") {
         return;
     }
     let s = Server::start(vec![reply(200).body("new")]);
@@ -208,6 +199,93 @@ fn an_output_ending_in_a_slash_is_refused() {
     assert_eq!(s.hits(), 0);
 }
 
+// ---- a directory others can write to (as /tmp) -------------------------------
+
+use crate::util::{NOBODY, Sticky, as_nobody, as_nobody_command, plays_a_second_user};
+
+#[test]
+fn an_output_file_another_user_made_in_a_sticky_directory_stays_unwritten() {
+    if !plays_a_second_user() {
+        return;
+    }
+    let s = Server::start(vec![reply(200).body("#!/bin/sh\necho root's script\n")]);
+    let tmp = Sticky::new();
+    let file = tmp.join("install.sh");
+    as_nobody(&format!("touch '{0}' && chmod 666 '{0}'", file.display()));
+    let r = download(&s.url, &file, &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains(&format!("is another user's file (uid {NOBODY})")),
+        "{}",
+        r.stderr
+    );
+    // Nothing was asked for, and the file is as its owner left it.
+    assert_eq!(s.hits(), 0);
+    let meta = std::fs::metadata(&file).expect("stat");
+    assert_eq!((meta.uid(), meta.len()), (NOBODY, 0));
+    // A file of the caller's own there is replaced as anywhere.
+    let mine = tmp.join("mine.sh");
+    std::fs::write(&mine, "old").expect("write");
+    let r = download(&s.url, &mine, &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(read_text(&mine).contains("root's script"));
+}
+
+fn read_text(path: &Path) -> String {
+    std::fs::read_to_string(path).expect("read")
+}
+
+#[test]
+fn an_output_fifo_another_user_planted_hands_them_nothing() {
+    if !plays_a_second_user() {
+        return;
+    }
+    let s = Server::start(vec![reply(200).body("secret configuration")]);
+    let tmp = Sticky::new();
+    let fifo = tmp.join("secret.conf");
+    let got = tmp.join("got");
+    as_nobody(&format!("mkfifo -m 622 '{}'", fifo.display()));
+    // Their reader waits on the FIFO.
+    let mut reader = as_nobody_command(&format!(
+        "exec cat '{}' > '{}'",
+        fifo.display(),
+        got.display()
+    ))
+    .spawn()
+    .expect("reader");
+    crate::util::wait_for_file(&got, Duration::from_secs(10));
+    let r = download(&s.url, &fifo, &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains(&format!("is another user's FIFO (uid {NOBODY})")),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(s.hits(), 0);
+    let _ = reader.kill();
+    let _ = reader.wait();
+    assert_eq!(read_text(&got), "");
+}
+
+#[test]
+fn an_output_fifo_nobody_reads_fails_at_once_instead_of_hanging() {
+    let s = Server::start(vec![reply(200).body("x")]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    let r = download(&s.url, &fifo, &["--max-time", "2s"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is a FIFO that nobody reads"),
+        "{}",
+        r.stderr
+    );
+    assert!(r.took < Duration::from_secs(5), "{:?}", r.took);
+    assert_eq!(s.hits(), 0);
+}
+
 // ---- resuming ------------------------------------------------------------------
 
 fn range_of(seen: &Seen) -> Option<u64> {
@@ -251,6 +329,41 @@ fn a_download_cut_several_times_is_resumed_and_whole() {
     );
     assert!(r.stderr.contains("from byte 70000"), "{}", r.stderr);
     assert_eq!(listing(dir.path()), ["download"]);
+}
+
+#[test]
+fn a_resumed_download_is_logged_as_the_206_the_server_sent() {
+    let body = content(200_000);
+    let tag = Some("\"v1\"");
+    let cut_then_whole = || {
+        Server::start(vec![
+            reply(200)
+                .resource(&body, tag, true)
+                .stall_after(70_000, Duration::ZERO),
+            reply(200).resource(&body, tag, true),
+        ])
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("download");
+    let s = cut_then_whole();
+    let r = download(&s.url, &file, &["-v"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(range_of(&s.seen()[1]), Some(70_000));
+    assert!(r.stderr.contains("succeeded (HTTP 206)"), "{}", r.stderr);
+    assert!(!r.stderr.contains("HTTP 200"), "{}", r.stderr);
+    assert_eq!(std::fs::read(&file).expect("read"), *body);
+    // An --expect without 206 judges, and shows, the status it continues.
+    std::fs::remove_file(&file).expect("rm");
+    let s = cut_then_whole();
+    let r = download(&s.url, &file, &["--expect", "200", "-v"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("succeeded (HTTP 200)"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("HTTP 206: the rest of the HTTP 200 body, from byte 70000"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
@@ -333,4 +446,42 @@ fn a_download_that_timed_out_is_resumed() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(range_of(&s.seen()[1]), Some(60_000));
     assert_eq!(std::fs::read(&file).expect("read"), *body);
+}
+
+#[test]
+fn a_resumed_answer_from_another_version_starts_over_instead_of_mixing_them() {
+    // A proxy that ignores If-Range: the first answer is v1, cut at 1000 of
+    // 2000 bytes; the resumed one is the second half of v2.
+    let v1 = content(2000);
+    let v2: Arc<Vec<u8>> = Arc::new(v1.iter().map(|b| b.wrapping_add(1)).collect());
+    let mut half_of_v2 =
+        b"HTTP/1.1 206 Partial Content\r\nETag: \"v2\"\r\nAccept-Ranges: bytes\r\n\
+Content-Range: bytes 1000-1999/2000\r\nContent-Length: 1000\r\nConnection: close\r\n\r\n"
+            .to_vec();
+    half_of_v2.extend_from_slice(&v2[1000..]);
+    // The same tag, but another complete length: no more the same either.
+    let mut longer = b"HTTP/1.1 206 Partial Content\r\nETag: \"v1\"\r\nAccept-Ranges: bytes\r\n\
+Content-Range: bytes 1000-2999/3000\r\nContent-Length: 2000\r\nConnection: close\r\n\r\n"
+        .to_vec();
+    longer.extend_from_slice(&content(2000));
+    for (name, second) in [("another tag", half_of_v2), ("another length", longer)] {
+        let s = Server::start(vec![
+            reply(200)
+                .resource(&v1, Some("\"v1\""), true)
+                .stall_after(1000, Duration::ZERO),
+            raw(&second),
+            reply(200).resource(&v2, Some("\"v2\""), true),
+        ]);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("download");
+        let r = download(&s.url, &file, &["-v"]);
+        assert_eq!(r.code, 0, "{name}: {}", r.stderr);
+        let seen = s.seen();
+        assert_eq!(range_of(&seen[1]), Some(1000), "{name}");
+        // The third request asks for the whole body again.
+        assert_eq!(seen.len(), 3, "{name}: {}", r.stderr);
+        assert_eq!(seen[2].header("Range"), None, "{name}");
+        assert!(r.stderr.contains("another version"), "{name}: {}", r.stderr);
+        assert_eq!(std::fs::read(&file).expect("read"), *v2, "{name}");
+    }
 }

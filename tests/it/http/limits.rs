@@ -92,7 +92,10 @@ exec python3 -c "$py" "$@""#;
     let (stderr, last_line_at) = rx.recv_timeout(Duration::from_secs(60)).expect("stderr");
     let code = status.code().unwrap_or(-1);
     if (code == 1 && stderr.contains("unshare")) || code == 97 || code == 98 {
-        eprintln!("SKIPPED: cannot make a private network and mount namespace here: {stderr}");
+        crate::need::met(
+            false,
+            &format!("a private network and mount namespace: {stderr}"),
+        );
         return None;
     }
     Some((code, stderr, exited.saturating_duration_since(last_line_at)))

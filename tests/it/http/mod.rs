@@ -155,17 +155,26 @@ impl Reply {
 struct Server {
     url: String,
     seen: Arc<Mutex<Vec<Seen>>>,
+    addr: std::net::SocketAddr,
+    /// The peer of every connection accepted.
+    peers: Arc<Mutex<Vec<std::net::SocketAddr>>>,
 }
 
 impl Server {
     fn start(replies: Vec<Reply>) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-        let url = format!("http://{}", listener.local_addr().expect("addr"));
+        let addr = listener.local_addr().expect("addr");
+        let url = format!("http://{addr}");
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = Arc::clone(&seen);
+        let peers = Arc::new(Mutex::new(Vec::new()));
+        let accepted = Arc::clone(&peers);
         thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
+                if let Ok(peer) = stream.peer_addr() {
+                    accepted.lock().expect("lock").push(peer);
+                }
                 let log = Arc::clone(&log);
                 let replies = replies.clone();
                 // A thread per connection: a slow reply must not hold up
@@ -173,7 +182,18 @@ impl Server {
                 thread::spawn(move || serve(stream, &log, &replies));
             }
         });
-        Server { url, seen }
+        Server {
+            url,
+            seen,
+            addr,
+            peers,
+        }
+    }
+
+    /// How many connections were made to it before this call: none, for a
+    /// run that must send nothing.
+    fn connections_before_now(&self) -> usize {
+        crate::util::connections_before_now(self.addr, &self.peers)
     }
 
     fn seen(&self) -> Vec<Seen> {

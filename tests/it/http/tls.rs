@@ -307,10 +307,134 @@ fn a_redirect_from_https_down_to_http_is_refused() {
 }
 
 #[test]
+fn pings_and_pushes_refuse_a_redirect_from_https_down_to_http() {
+    let pki = Pki::new();
+    let plain = Server::start(vec![reply(200)]);
+    let answer = format!(
+        "HTTP/1.1 307 Moved\r\nLocation: {}/ping/s3cret-uuid\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+        plain.url
+    );
+    let s = TlsServer::answering(
+        &pki.path("server.pem"),
+        &pki.path("server.key"),
+        answer.into_bytes(),
+    );
+    let ping = format!("https://127.0.0.1:{}/ping/s3cret-uuid", s.port);
+    let gateway = format!("https://u:pushpw@127.0.0.1:{}", s.port);
+    let ca = pki.path("ca.pem");
+    let r = retry_env(
+        &[
+            "--ping",
+            &ping,
+            "--ping-log",
+            "--metrics-push",
+            &gateway,
+            "--",
+            "true",
+        ],
+        &[("SSL_CERT_FILE", ca.as_str())],
+    );
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    // The start ping, the push and the final ping: each refused, in words
+    // that show no secret.
+    let refusals = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains("from https:// down to http://"))
+        .count();
+    assert_eq!(refusals, 3, "{}", r.stderr);
+    assert!(
+        !r.stderr.contains("s3cret") && !r.stderr.contains("pushpw"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(plain.hits(), 0);
+}
+
+#[test]
 fn a_tls_server_behind_an_http_url_exits_8_and_says_so() {
     let pki = Pki::new();
     let s = pki.serve("server");
     let url = format!("http://127.0.0.1:{}/", s.port);
     expect_tls_named(&url);
     assert_eq!(s.connections(), 1);
+}
+
+/// A TLS server run by another program, killed when dropped: it prints the
+/// address it listens on, `... 127.0.0.1:PORT`, as its first line naming one.
+struct ForeignTls {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl ForeignTls {
+    fn start(program: &str, args: &[&str]) -> ForeignTls {
+        let mut child = std::process::Command::new(program)
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{program} (scripts/test.sh installs it): {e}"));
+        let out = child.stdout.take().expect("stdout");
+        let port = BufReader::new(out)
+            .lines()
+            .map_while(Result::ok)
+            .find_map(|l| {
+                l.rsplit_once("127.0.0.1:")
+                    .and_then(|(_, p)| p.trim().parse().ok())
+            })
+            .unwrap_or_else(|| panic!("{program} never said where it listens"));
+        ForeignTls { child, port }
+    }
+}
+
+impl Drop for ForeignTls {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn openssl_and_python_tls_servers_behind_an_http_url_get_the_https_hint_not_7() {
+    // Both hang up on plain text without a byte (no TLS alert), which was
+    // retried as a lost connection and ended with exit 7.
+    let pki = Pki::new();
+    let (cert, key) = (pki.path("server.pem"), pki.path("server.key"));
+    let openssl = ForeignTls::start(
+        "openssl",
+        &[
+            "s_server",
+            "-accept",
+            "127.0.0.1:0",
+            "-cert",
+            &cert,
+            "-key",
+            &key,
+            "-www",
+        ],
+    );
+    let script = "import http.server, ssl, sys\n\
+        s = http.server.HTTPServer(('127.0.0.1', 0), http.server.SimpleHTTPRequestHandler)\n\
+        c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n\
+        c.load_cert_chain(sys.argv[1], sys.argv[2])\n\
+        s.socket = c.wrap_socket(s.socket, server_side=True)\n\
+        print('listening on 127.0.0.1:%d' % s.server_address[1], flush=True)\n\
+        s.serve_forever()\n";
+    let python = ForeignTls::start("python3", &["-c", script, &cert, &key]);
+    for port in [openssl.port, python.port] {
+        expect_tls_named(&format!("http://127.0.0.1:{port}/"));
+    }
+}
+
+#[test]
+fn a_plain_server_that_hangs_up_is_still_a_lost_connection() {
+    // Closing without a reply is no sign of TLS by itself: the check finds
+    // none, and the attempt is retried as before.
+    let s = Server::start(vec![raw(&[])]);
+    let r = retry(&["--http", &s.url, "-b", "10ms", "-n", "2"]);
+    assert_eq!(r.code, 7, "{}", r.stderr);
+    assert!(r.stderr.contains("connection lost"), "{}", r.stderr);
+    assert!(!r.stderr.contains("TLS"), "{}", r.stderr);
 }

@@ -134,6 +134,8 @@ struct Seen {
     method: String,
     path: String,
     body: Vec<u8>,
+    /// The Authorization header, if one came.
+    authorization: Option<String>,
 }
 
 /// How a test server answers a request: a status, or never.
@@ -210,6 +212,7 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Seen>>, answer: &dyn Fn(&Seen, usize
         let method = parts.next().unwrap_or("").to_string();
         let path = parts.next().unwrap_or("").to_string();
         let mut length = 0usize;
+        let mut authorization = None;
         loop {
             let mut line = String::new();
             if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -219,17 +222,24 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Seen>>, answer: &dyn Fn(&Seen, usize
             if line.is_empty() {
                 break;
             }
-            if let Some((k, v)) = line.split_once(':')
-                && k.eq_ignore_ascii_case("content-length")
-            {
-                length = v.trim().parse().unwrap_or(0);
+            if let Some((k, v)) = line.split_once(':') {
+                if k.eq_ignore_ascii_case("content-length") {
+                    length = v.trim().parse().unwrap_or(0);
+                } else if k.eq_ignore_ascii_case("authorization") {
+                    authorization = Some(v.trim().to_string());
+                }
             }
         }
         let mut body = vec![0; length];
         if reader.read_exact(&mut body).is_err() {
             return;
         }
-        let request = Seen { method, path, body };
+        let request = Seen {
+            method,
+            path,
+            body,
+            authorization,
+        };
         let n = {
             let mut seen = log.lock().expect("lock");
             seen.push(request.clone());

@@ -257,27 +257,28 @@ fn a_directory_retry_must_not_write_in_is_refused_before_anything_runs() {
 
 #[test]
 fn a_directory_the_user_cannot_write_is_a_usage_error() {
-    // root writes anywhere: run as nobody, against a directory of root's.
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { nix::libc::geteuid() } != 0 {
-        let out = retry(["--metrics-file", "/proc/m.prom", "--", "true"]).run();
-        out.expect_code(2);
-        return;
-    }
+    // root writes anywhere: as root, run as nobody against a directory of
+    // root's; as anyone else, against a directory of one's own with no
+    // write permission.
     let (bin_dir, copy) = crate::util::bin_for_anyone();
-    let owned_by_root = bin_dir.path().join("textfiles");
-    std::fs::create_dir(&owned_by_root).expect("mkdir");
-    std::fs::set_permissions(&owned_by_root, std::fs::Permissions::from_mode(0o755))
-        .expect("chmod");
-    let out = std::process::Command::new("setpriv")
-        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
-        .arg(&copy)
-        .args(["--metrics-file", &path_str(&owned_by_root.join("m.prom"))])
+    let closed = bin_dir.path().join("textfiles");
+    std::fs::create_dir(&closed).expect("mkdir");
+    let root = nix::unistd::Uid::effective().is_root();
+    let mode = if root { 0o755 } else { 0o555 };
+    std::fs::set_permissions(&closed, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    let mut cmd = std::process::Command::new(&copy);
+    if root {
+        cmd = std::process::Command::new("setpriv");
+        cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(&copy);
+    }
+    let out = cmd
+        .args(["--metrics-file", &path_str(&closed.join("m.prom"))])
         .args(["--", "true"])
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
         .output()
-        .expect("setpriv runs");
+        .expect("retry runs");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("permission denied"), "{err}");
@@ -296,21 +297,17 @@ fn a_link_planted_by_another_user_is_refused_and_its_target_untouched() {
     std::fs::write(&victim, "precious\n").expect("write");
     let link = shared.join("m.prom");
     std::os::unix::fs::symlink(&victim, &link).expect("symlink");
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { nix::libc::geteuid() } == 0;
-    if root {
-        nix::unistd::fchownat(
-            nix::fcntl::AT_FDCWD,
-            &link,
-            Some(nix::unistd::Uid::from_raw(65534)),
-            None,
-            nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
-        )
-        .expect("lchown");
-    } else {
-        eprintln!("SKIPPED part of a_link_planted_by_another_user: only root can give a link away");
+    if !crate::need::root("only root can give a link away") {
         return;
     }
+    nix::unistd::fchownat(
+        nix::fcntl::AT_FDCWD,
+        &link,
+        Some(nix::unistd::Uid::from_raw(65534)),
+        None,
+        nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW,
+    )
+    .expect("lchown");
     let out = retry(["--metrics-file", &path_str(&link), "--", "true"]).run();
     out.expect_code(2);
     assert!(
@@ -397,7 +394,7 @@ fn a_log_file_that_cannot_be_opened_is_reported_too() {
     let out = retry_sh(&args, &format!("touch {}", path_str(&marker))).run();
     out.expect_code(125);
     assert!(
-        out.stderr_text().contains("cannot open log file"),
+        out.stderr_text().contains("cannot open --log-file"),
         "{}",
         out.stderr_text()
     );
@@ -413,4 +410,122 @@ fn a_log_file_that_cannot_be_opened_is_reported_too() {
         Some(0.0)
     );
     assert_eq!(hb.lines(), ["GET /check/125"]);
+}
+
+// ---- a directory others can write to (as /tmp) -----------------------------
+
+#[test]
+fn a_metrics_file_another_user_made_in_a_sticky_directory_cannot_fake_the_times() {
+    use crate::util::{NOBODY, Sticky, as_nobody, plays_a_second_user};
+    if !plays_a_second_user() {
+        return;
+    }
+    let tmp = Sticky::new();
+    let file = tmp.join("x.prom");
+    // Theirs, writable by them: a success time in the future would hide
+    // every failure from an alert on it.
+    as_nobody(&format!(
+        "echo 'retry_last_success_timestamp_seconds{{job=\"x\"}} 9999999999' > '{0}' && chmod 666 '{0}'",
+        file.display()
+    ));
+    let ran = tmp.join("ran");
+    let out = retry_sh(
+        &["--metrics-file", &path_str(&file), "--metrics-job", "x"],
+        &format!("touch '{}'", ran.display()),
+    )
+    .run();
+    let line = out.expect_usage_line("--metrics-file");
+    assert!(
+        line.contains(&format!("is another user's file (uid {NOBODY})")),
+        "{line}"
+    );
+    assert!(!ran.exists(), "the command ran");
+    assert_eq!(std::fs::metadata(&file).expect("stat").uid(), NOBODY);
+}
+
+#[test]
+fn a_huge_file_at_the_metrics_path_is_not_read_whole() {
+    // /tmp as systemd mounts it, a tmpfs anyone may write to (1 MiB here,
+    // in a mount namespace of the test's own), where someone left 3 GB of
+    // nothing (sparse, so they fit) at the metrics file's name.
+    let mount_point = scratch();
+    let script = r#"M=$1; mount -t tmpfs -o size=1m,mode=1777 tmpfs "$M" || exit 97
+truncate -s 3G "$M/x.prom" || exit 98
+/usr/bin/time -f "peak %M" "$0" --metrics-file "$M/x.prom" -- true || exit
+wc -c < "$M/x.prom""#;
+    let out = std::process::Command::new("unshare")
+        .args(["--mount", "--", "sh", "-c", script])
+        .arg(crate::util::bin())
+        .arg(mount_point.path())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .output()
+        .expect("unshare (util-linux)");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let code = out.status.code().unwrap_or(-1);
+    if code == 97 || (code == 1 && err.contains("unshare")) {
+        eprintln!("SKIPPED: cannot mount a tmpfs in a private mount namespace here: {err}");
+        return;
+    }
+    assert_eq!(code, 0, "{err}");
+    let peak_kib: u64 = err
+        .lines()
+        .find_map(|l| l.strip_prefix("peak "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no peak RSS in {err}"));
+    // Read whole, it cost 3 GB of memory and minutes.
+    assert!(peak_kib < 200 * 1024, "peak RSS {peak_kib} KiB");
+    // Replaced by the file retry writes.
+    let size: u64 = String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .expect("size");
+    assert!((1000..10_000).contains(&size), "{size} bytes");
+}
+
+#[test]
+fn a_directory_writable_through_an_acl_is_refused() {
+    let dir = metrics_dir();
+    let open = dir.path().join("open");
+    std::fs::create_dir(&open).expect("mkdir");
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    // The mode still reads 0775 with the caller's own group: the ACL's
+    // mask stands in the group bits.
+    let granted = std::process::Command::new("setfacl")
+        .args(["-m", "u:65534:rwx"])
+        .arg(&open)
+        .status()
+        .expect("setfacl (Debian's acl, installed by scripts/test.sh)");
+    assert!(granted.success());
+    let ran = dir.path().join("ran");
+    let touch = format!("touch '{}'", ran.display());
+    let file = path_str(&open.join("m.prom"));
+    let line = retry_sh(&["--metrics-file", &file], &touch)
+        .run()
+        .expect_usage_line("--metrics-file");
+    assert!(
+        line.contains("is writable by user 65534 through an ACL"),
+        "{line}"
+    );
+    // The state store's directory, with --state-required: 125, nothing run.
+    let store = path_str(&open);
+    let out = retry_sh(
+        &[
+            "--group",
+            "g",
+            "--budget",
+            "--state",
+            &store,
+            "--state-required",
+        ],
+        &touch,
+    )
+    .run();
+    out.expect_code(125);
+    assert!(
+        out.stderr_text().contains("through an ACL"),
+        "{}",
+        out.stderr_text()
+    );
+    assert!(!ran.exists(), "the command ran");
 }

@@ -12,6 +12,12 @@ fn bad_monitoring_flags_are_one_line_exit_2_and_run_nothing() {
     let dir = scratch();
     let prom = path_str(&dir.path().join("m.prom"));
     let state = path_str(&dir.path().join("state"));
+    // A file whose first line is no URL, and holds a secret.
+    let secret_file = path_str(&dir.path().join("secret"));
+    std::fs::write(&secret_file, "hunter2\n").expect("write");
+    let missing = path_str(&dir.path().join("missing"));
+    let empty = path_str(&dir.path().join("empty"));
+    std::fs::write(&empty, "\n").expect("write");
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (
             vec!["--metrics-job", "x"],
@@ -72,7 +78,40 @@ fn bad_monitoring_flags_are_one_line_exit_2_and_run_nothing() {
         ),
         (
             vec!["--ping-log"],
-            "--ping-log sends the run's summary with the final ping: give --ping URL",
+            "--ping-log sends the run's summary with the final ping: give --ping-file FILE or --ping URL",
+        ),
+        // The path of the URL is no host: the secret would be shown as one.
+        (
+            vec!["--ping", "https:///hunter2-uuid"],
+            "invalid value 'https:///***' for --ping",
+        ),
+        (vec!["--ping", "http:hunter2"], "for --ping"),
+        (
+            vec!["--ping", &ping, "--ping-file", &secret_file],
+            "--ping and --ping-file both give the heartbeat URL",
+        ),
+        (vec!["--ping-file", &missing], "cannot read --ping-file"),
+        (vec!["--ping-file", &empty], "its first line is empty"),
+        (
+            vec!["--ping-file", &secret_file],
+            "for the first line of --ping-file",
+        ),
+        (
+            vec!["--metrics-push-password-file", &secret_file],
+            "--metrics-push-password-file gives the password of --metrics-push URL: give the URL too",
+        ),
+        (
+            vec![
+                "--metrics-push",
+                "http://u:hunter2@gw",
+                "--metrics-push-password-file",
+                &secret_file,
+            ],
+            "and the --metrics-push URL has one too",
+        ),
+        (
+            vec!["--dry-run", "--ping-file", &secret_file],
+            "--ping-file reports on a run, and --dry-run runs nothing",
         ),
         (
             vec!["--dry-run", "--metrics-file", &prom],
@@ -124,6 +163,7 @@ fn bad_monitoring_flags_are_one_line_exit_2_and_run_nothing() {
     }
     assert!(!marker.exists(), "nothing ran");
     assert!(!dir.path().join("m.prom").exists(), "nothing was written");
+    assert!(!dir.path().join("missing").exists());
     assert!(hb.seen().is_empty(), "nothing was sent: {:?}", hb.lines());
 }
 
@@ -147,4 +187,19 @@ fn retry_ping_in_the_environment_does_not_stand_in_the_way_of_a_preview() {
         "{}",
         out.stderr_text()
     );
+}
+
+#[test]
+fn a_ping_url_without_a_host_is_refused_and_its_secret_path_never_shown() {
+    // The URL parser reads `http:///X` and `http:X` as the host X: the
+    // secret would be shown in every warning as the host's name.
+    for url in [
+        "http:///S3CRET-uuid",
+        "https:S3CRET-uuid",
+        "http://@/S3CRET-uuid",
+    ] {
+        let out = retry(["--ping", url, "--", "true"]).run();
+        let line = out.expect_usage_line("--ping");
+        assert!(!line.contains("S3CRET"), "{url}: {line}");
+    }
 }

@@ -6,7 +6,7 @@ use std::thread;
 use std::time::Duration;
 
 use super::{Redis, Store, budget_count, epoch_secs};
-use crate::util::{Outcome, free_port, path_str, retry, retry_sh, scratch};
+use crate::util::{FILL_TMPFS, Outcome, free_port, path_str, retry, retry_sh, scratch};
 
 /// `retry --group g --state STATE --budget --state-required -- sh -c SCRIPT`:
 /// a run that may not go ahead without the store.
@@ -157,6 +157,17 @@ fn hold_lock(dir: &str, group: &str) -> std::fs::File {
     f
 }
 
+/// Whether process `pid` is blocked waiting for a lock: /proc/locks lists
+/// each blocked request as a `->` line with the waiter's pid.
+fn waits_for_a_lock(pid: i32) -> bool {
+    std::fs::read_to_string("/proc/locks").is_ok_and(|locks| {
+        locks.lines().any(|l| {
+            let mut fields = l.split_whitespace().skip(1);
+            fields.next() == Some("->") && fields.nth(3) == Some(&pid.to_string())
+        })
+    })
+}
+
 #[test]
 fn a_stuck_lock_holder_costs_a_bounded_wait_then_the_run_goes_on() {
     let store = Store::local();
@@ -211,7 +222,10 @@ fn a_lock_wait_leaves_the_command_its_run_and_gives_way_to_signals() {
     assert!(out.elapsed < Duration::from_secs(5), "{:?}", out.elapsed);
 
     let running = retry_sh(&["--group", "g", "--state", &s, "--breaker"], "exit 0").spawn();
-    thread::sleep(Duration::from_millis(300));
+    let pid = running.pid().as_raw();
+    crate::util::wait_until(Duration::from_secs(20), "retry waits for the lock", || {
+        waits_for_a_lock(pid)
+    });
     running.signal(nix::sys::signal::Signal::SIGTERM);
     let out = running.wait();
     assert_eq!(out.code(), 143, "{}", out.stderr_text());
@@ -266,42 +280,19 @@ fn features_without_a_group_are_a_usage_error() {
 /// with its store on a small tmpfs of its own that `setup` (a shell
 /// snippet, `$M` the mount point) prepares. Returns the exit code, stderr,
 /// whether the command ran and what the store directory holds afterwards;
-/// None where mount namespaces are not allowed.
+/// None (a skip) where a private mount namespace with a tmpfs cannot be made.
 fn on_tmpfs(setup: &str, args: &[&str]) -> Option<(i32, String, bool, Vec<String>)> {
-    use std::process::Command;
-    if !Command::new("unshare")
-        .args(["-m", "sh", "-c", "mount -t tmpfs tmpfs /mnt"])
-        .status()
-        .is_ok_and(|s| s.success())
-    {
-        eprintln!("SKIPPED: no private mount namespace (needs root and unshare)");
-        return None;
-    }
-    let t = scratch();
-    let m = t.path().join("m");
-    let out = t.path().join("out");
-    std::fs::create_dir(&m).expect("mount point");
-    std::fs::create_dir(&out).expect("out");
     let quoted: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
     let script = format!(
-        "set -e; M='{m}'; O='{o}'
-         mount -t tmpfs -o size=64k tmpfs \"$M\"
-         mkdir -m 0700 \"$M/state\"
+        "mkdir -m 0700 \"$M/state\"
          {setup}
          set +e
-         '{bin}' --group g --state \"$M/state\" {args} -- sh -c \"touch '$O/ran'\" 2> \"$O/stderr\"
+         \"$R\" --group g --state \"$M/state\" {args} -- sh -c \"touch '$O/ran'\" 2> \"$O/stderr\"
          echo $? > \"$O/code\"
          ls -A \"$M/state\" > \"$O/listing\"",
-        m = path_str(&m),
-        o = path_str(&out),
-        bin = path_str(crate::util::bin()),
         args = quoted.join(" "),
     );
-    let status = Command::new("unshare")
-        .args(["-m", "sh", "-c", &script])
-        .status()
-        .expect("unshare");
-    assert!(status.success(), "the set-up failed");
+    let (_t, out) = crate::util::in_private_tmpfs("size=64k", &script)?;
     let read = |n: &str| std::fs::read_to_string(out.join(n)).unwrap_or_default();
     Some((
         read("code").trim().parse().expect("code"),
@@ -311,22 +302,21 @@ fn on_tmpfs(setup: &str, args: &[&str]) -> Option<(i32, String, bool, Vec<String
     ))
 }
 
-/// Fills the tmpfs.
-const FULL: &str = "dd if=/dev/zero of=\"$M/fill\" bs=4k 2>/dev/null || true";
 /// Makes the tmpfs read-only.
 const READ_ONLY: &str = "mount -o remount,ro \"$M\"";
 
 #[test]
 fn state_required_exits_125_before_the_command_runs() {
-    for (why, setup) in [("full", FULL), ("read-only", READ_ONLY)] {
+    for (why, setup) in [("full", FILL_TMPFS), ("read-only", READ_ONLY)] {
+        // Without a tmpfs (a counted skip), the held lock below still runs.
         let Some((code, err, ran, _)) = on_tmpfs(setup, &["--budget", "--state-required"]) else {
-            return;
+            break;
         };
         assert_eq!(code, 125, "{why}: {err}");
         assert!(!ran, "{why}: the command ran");
         assert!(err.contains("--state-required"), "{why}: {err}");
     }
-    // A lock that stays held, likewise.
+    // A lock that stays held, likewise: it needs no privilege.
     let store = Store::local();
     let s = store.arg();
     let _held = hold_lock(&s, "g");
@@ -339,7 +329,7 @@ fn state_required_exits_125_before_the_command_runs() {
 
 #[test]
 fn a_full_disk_leaves_no_temporary_file_behind() {
-    let Some((code, err, ran, listing)) = on_tmpfs(FULL, &["--budget", "--max", "1"]) else {
+    let Some((code, err, ran, listing)) = on_tmpfs(FILL_TMPFS, &["--budget", "--max", "1"]) else {
         return;
     };
     assert_eq!(code, 0, "{err}");

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::thread;
 use std::time::Duration;
 
-use super::{Redis, redis_cmd, show_at};
+use super::{Redis, show_at};
 use crate::util::{Outcome, bin, free_port, path_str, retry, retry_sh, scratch, wait_for_file};
 
 #[test]
@@ -188,8 +188,11 @@ fn two_attempts<'a>(group: &'a str, url: &'a str, base: &'a str) -> [&'a str; 12
 #[track_caller]
 fn assert_one_failed_run(redis: &Redis, group: &str, out: &Outcome) {
     out.expect_code(1);
+    // No warning about the store (the one about stdout, a pipe, is not).
     assert!(
-        !out.stderr_text().contains("warning"),
+        !out.stderr_lines()
+            .iter()
+            .any(|l| l.contains("warning") && !l.contains("stdout is a pipe")),
         "{}",
         out.stderr_text()
     );
@@ -209,41 +212,46 @@ fn a_connection_the_server_dropped_is_made_again() {
     let out = retry_sh(&two_attempts("idle", &redis.url, "2500ms"), "exit 1").run();
     assert_one_failed_run(&redis, "idle", &out);
 
-    // The server restarts during the backoff.
+    // The server restarts during the backoff. The log goes to a file as
+    // well (-v keeps it on stderr too), to see the backoff begin.
     let t = scratch();
-    let started = t.path().join("started");
-    let running = retry_sh(
-        &two_attempts("restart", &redis.url, "3s"),
-        &format!("touch '{}'; exit 1", path_str(&started)),
-    )
-    .spawn();
-    wait_for_file(&started, Duration::from_secs(20));
-    // Let the first outcome be recorded, then restart the server.
-    thread::sleep(Duration::from_millis(500));
+    let log = t.path().join("log");
+    let log_arg = path_str(&log);
+    let mut args = two_attempts("restart", &redis.url, "3s").to_vec();
+    args.extend(["-v", "--log-file", &log_arg]);
+    let running = retry_sh(&args, "exit 1").spawn();
+    // The first outcome is recorded and the wait has begun: restart the
+    // server.
+    crate::util::wait_for_line(&log, "next in", Duration::from_secs(20));
     redis.restart();
     let out = running.wait();
     assert_one_failed_run(&redis, "restart", &out);
 }
 
-/// Keeps a real server busy for `secs` (DEBUG SLEEP), from a thread.
-fn keep_busy(redis: &Redis, secs: &str) -> thread::JoinHandle<()> {
-    let sock = redis.sock_path();
-    let secs = secs.to_string();
-    let handle = thread::spawn(move || {
-        redis_cmd(&sock, None, &["DEBUG", "SLEEP", &secs]);
+/// Keeps a real server busy for `secs` seconds: stopped, it still takes
+/// connections (the kernel queues them) and answers nothing, as when busy
+/// with a long command. Returns once it is stopped; a thread lets it go on.
+fn keep_busy(redis: &Redis, secs: u64) -> thread::JoinHandle<()> {
+    use nix::sys::signal::{Signal, kill};
+    let pid = redis.child.id() as i32;
+    let server = nix::unistd::Pid::from_raw(pid);
+    kill(server, Signal::SIGSTOP).expect("stop the server");
+    crate::util::wait_until(Duration::from_secs(20), "the server stops", || {
+        crate::util::stopped(pid)
     });
-    // The server has the command before the test goes on.
-    thread::sleep(Duration::from_millis(300));
-    handle
+    thread::spawn(move || {
+        thread::sleep(Duration::from_secs(secs));
+        kill(server, Signal::SIGCONT).expect("let the server go on");
+    })
 }
 
 #[test]
 fn a_busy_server_is_told_as_such_and_leaves_the_command_its_run() {
-    let redis = Redis::unix_with(&["--enable-debug-command", "yes"]);
+    let redis = Redis::unix();
     let t = scratch();
     let ran = t.path().join("ran");
     let script = format!("touch '{}'", path_str(&ran));
-    let busy = keep_busy(&redis, "4");
+    let busy = keep_busy(&redis, 4);
     let out = retry_sh(
         &["--group", "g", "--state", &redis.url, "--budget"],
         &script,
@@ -261,7 +269,7 @@ fn a_busy_server_is_told_as_such_and_leaves_the_command_its_run() {
     // With --max-time 2s, the store may take half a second of it: the
     // command runs (before, the wait ate the deadline: 124, no attempt).
     std::fs::remove_file(&ran).expect("rm");
-    let busy = keep_busy(&redis, "4");
+    let busy = keep_busy(&redis, 4);
     let out = retry_sh(
         &[
             "--group",
@@ -325,8 +333,8 @@ fn a_server_that_never_answers_or_does_not_speak_tls_is_told_as_such() {
 
 /// `retry ARGS` started in a private mount namespace where /etc/hosts is
 /// `hosts` (a file the test may rewrite: the namespace sees it change) and
-/// names not in it fail at once; its stderr goes to `log`. None, after
-/// saying why, where such a namespace cannot be made.
+/// names not in it fail at once; its stderr goes to `log`. None, a counted
+/// skip, where such a namespace cannot be made.
 fn spawn_with_hosts(hosts: &Path, log: &Path, args: &[&str]) -> Option<std::process::Child> {
     let resolv = hosts.with_file_name("resolv.conf");
     std::fs::write(
@@ -343,11 +351,9 @@ exec "$@""#;
         .arg("true")
         .output()
         .expect("unshare (util-linux)");
-    if !probe.status.success() {
-        eprintln!(
-            "SKIPPED: cannot make a private mount namespace here: {}",
-            String::from_utf8_lossy(&probe.stderr)
-        );
+    let made = probe.status.success();
+    let why = String::from_utf8_lossy(&probe.stderr);
+    if !crate::need::met(made, &format!("a private mount namespace: {}", why.trim())) {
         return None;
     }
     let child = std::process::Command::new("unshare")

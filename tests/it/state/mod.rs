@@ -378,43 +378,10 @@ fn strings(v: &[&str]) -> Vec<String> {
 }
 
 /// Whether the tests of a hostile second user can run: they change owners
-/// and switch users, which needs root (as in CI). Otherwise says so.
+/// and switch users, which needs root (as in CI).
 fn root() -> bool {
-    if nix::unistd::Uid::effective().is_root() {
-        true
-    } else {
-        eprintln!("SKIPPED: this test plays a second user and needs root");
-        false
-    }
+    crate::need::root("the test plays a second user")
 }
 
-/// The second user of the hostile tests.
-const NOBODY: u32 = 65534;
-
-/// `sh -c SCRIPT` run as the unprivileged user `nobody`; fails the test
-/// unless it succeeds.
-fn as_nobody(script: &str) {
-    // setpriv (util-linux, installed by scripts/test.sh) also drops root's
-    // supplementary groups.
-    let id = NOBODY.to_string();
-    let out = Command::new("setpriv")
-        .args([
-            "--reuid",
-            &id,
-            "--regid",
-            &id,
-            "--clear-groups",
-            "sh",
-            "-c",
-            script,
-        ])
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .output()
-        .expect("sh as nobody");
-    assert!(
-        out.status.success(),
-        "as nobody: {script}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
+/// The second user of the hostile tests, and a script run as that user.
+use crate::util::{NOBODY, as_nobody};

@@ -662,10 +662,12 @@ pub fn spent(url: &str, group: &str) -> f64 {
     100_000.0 - count
 }
 
-/// The messages of one kind in a JSON log.
+/// The messages of one kind about shared state in a JSON log (others, such
+/// as what becomes of a failed attempt's output, are not the store's).
 pub fn messages(log: &[serde_json::Value], kind: &str) -> Vec<String> {
     log.iter()
         .filter(|e| e["event"] == kind)
         .map(|e| e["message"].as_str().unwrap_or("").to_string())
+        .filter(|m| m.starts_with("shared state"))
         .collect()
 }

@@ -1,20 +1,17 @@
-//! The wiring of `--simulate`: run the simulation (once, or once per jitter
-//! kind with `--compare`), print the report on stdout and draw `--plot`.
-//! With `plotfile`, the only part of `sim` that does I/O.
+//! The simulations a `--simulate` invocation asks for (one, or one per
+//! jitter kind with `--compare`), from its validated options, and the
+//! heading and frame that title their report and picture.
 
-use std::io::Write;
 use std::time::Duration;
 
 use rand::Rng;
 
-use super::report::{self, Summary};
+use super::report::Summary;
 use super::{Fleet, Outcome, Quiet, simulate_fleet};
 use crate::backoff::{Growth, Jitter};
 use crate::event::{Event, Sink};
-use crate::exit;
 use crate::human::human;
-use crate::log::Logger;
-use crate::policy::{Config, SimOptions};
+use crate::policy::SimOptions;
 use crate::retry_policy::Policy;
 
 /// Keeps a lone client's waits, for the report.
@@ -150,64 +147,4 @@ fn shared(fleet: &Fleet) -> String {
         ));
     }
     s
-}
-
-/// The width to draw at: the terminal's when stdout is one, else `COLUMNS`,
-/// else 80; kept within 40..=200 so the chart stays readable.
-fn chart_width() -> usize {
-    let w = terminal_size::terminal_size_of(std::io::stdout())
-        .map(|(w, _)| usize::from(w.0))
-        .or_else(|| std::env::var("COLUMNS").ok()?.trim().parse().ok())
-        .unwrap_or(80);
-    w.clamp(40, 200)
-}
-
-/// `retry --simulate`: the report on stdout, exit 0.
-pub fn main<R: Rng, F: Fn() -> R>(config: &Config, sim: &SimOptions, seed: u64, rng: F) -> u8 {
-    let policy = &config.policy;
-    // The picture's file is settled before the run, which can take seconds.
-    let plot = match sim.plot.as_deref().map(super::plotfile::open).transpose() {
-        Ok(p) => p,
-        Err(e) => {
-            Logger::stderr().error(&e);
-            return exit::USAGE;
-        }
-    };
-    let runs = runs(policy, sim, rng);
-    let recovery = sim.model.recovery();
-    let text = if sim.json {
-        let summaries: Vec<Summary> = runs.iter().map(|(s, _)| s.clone()).collect();
-        let json = super::json::Report::of(policy, sim, &sim.model, seed, &summaries);
-        match serde_json::to_string_pretty(&json) {
-            Ok(s) => s + "\n",
-            Err(e) => {
-                Logger::stderr().error(&format!("cannot render the report: {e}"));
-                return exit::INTERNAL;
-            }
-        }
-    } else {
-        let head = heading(policy, sim, seed);
-        let width = chart_width();
-        if sim.compare {
-            report::table(&head, &runs, width, recovery)
-        } else {
-            let (s, o) = &runs[0];
-            report::text(&head, s, o, width, recovery)
-        }
-    };
-    if let Some(file) = plot {
-        let title = heading(policy, sim, seed);
-        let path = file.path().to_path_buf();
-        let written =
-            super::plot::svg(&frame(&title, policy, sim), &runs).and_then(|svg| file.write(&svg));
-        if let Err(e) = written {
-            Logger::stderr().error(&format!("cannot write --plot {}: {e}", path.display()));
-            return exit::INTERNAL;
-        }
-    }
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Ok(()) => exit::SUCCESS,
-        Err(_) => exit::INTERNAL,
-    }
 }

@@ -1,4 +1,4 @@
-//! HTTP mode's wiring: from the validated `--http` request to an exit status.
+//! HTTP mode (`--http URL`): from the validated request to an exit status.
 //!
 //! Before the first request leaves, and before the log file is opened,
 //! every local input is read and checked: `-H @FILE`, `-d @FILE`,
@@ -18,21 +18,18 @@ use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
 use crate::attempt::http::{Body, Data, FileSink, HttpAttempt, HttpOptions, Prepared, Sink};
-use crate::event::Event;
+use crate::drive;
+use crate::event::{Ending, Event};
 use crate::exit;
-use crate::fsutil::{self, ResolveError, Rule, Target};
+use crate::fsutil::{self, Destination, Rule, Target};
 use crate::human::{escape_controls, io_error};
 use crate::log::{LogFormat, Logger};
 use crate::policy::{Config, parse_header};
-use crate::run::Finish;
 
-pub fn main(
-    config: &Config,
-    request: &HttpOptions,
-    started: Instant,
-    seed: u64,
-    rng: &mut crate::rng::JitterRng,
-) -> u8 {
+pub fn main(config: &Config, request: &HttpOptions, started: Instant, seed: u64) -> u8 {
+    if let Err(code) = drive::check_outputs(config) {
+        return code;
+    }
     // Every local input first: a bad one is a usage error, and nothing is
     // run, sent or created (not even the --log-file).
     let usage = |message: &str| {
@@ -58,11 +55,11 @@ pub fn main(
         (None, Some(f)) => Sink::Direct(f),
         (None, None) => Sink::Stdout,
     };
-    let (mut log, log_failed) = crate::open_log(config, started);
+    let mut log = drive::open_log(config, started);
     if request.insecure {
         let message = "--insecure: the server's certificate is not verified; \
                        anyone on the path can read and change this exchange";
-        log.emit(&Event::Warning { message });
+        log.logger.emit(&Event::Warning { message });
         if config.log.file.is_some() && config.log.format == LogFormat::Text {
             // With --log-file, stderr carries only the give-up line; this
             // must reach a person too.
@@ -78,25 +75,21 @@ pub fn main(
     let expect = config.policy.rules.http.expect.clone();
     let idle = config.policy.idle_timeout;
     let shown = request.display_words();
-    crate::drive(
+    drive::drive(
         config,
-        &mut log,
+        log,
         &shown,
         seed,
-        rng,
-        || match log_failed {
-            Some(why) => Err(why),
-            None => HttpAttempt::new(request, prepared, expect, idle, config.log.verbosity >= 1),
-        },
+        || HttpAttempt::new(request, prepared, expect, idle, config.log.verbosity >= 1),
         deliver,
     )
 }
 
 /// Puts an accepted body in place: the exit status of the whole run.
-fn deliver(finish: &Finish, attempt: HttpAttempt<'_>, log: &mut Logger) -> u8 {
-    if finish.exit_code != exit::SUCCESS {
+fn deliver(ending: &Ending, attempt: HttpAttempt<'_>, log: &mut Logger) -> u8 {
+    if ending.exit_code != exit::SUCCESS {
         // A `-o` temporary file goes with the attempt, leaving nothing.
-        return finish.exit_code;
+        return ending.exit_code;
     }
     match attempt.into_sink().persist() {
         Ok(()) => exit::SUCCESS,
@@ -214,30 +207,15 @@ fn prepare(request: &HttpOptions) -> Result<(Inputs, Output), String> {
     ))
 }
 
-/// `-o FILE`: a device or FIFO to write directly, or a file to replace
-/// whole, in a directory retry may write in.
+/// `-o FILE`: a device or FIFO to write directly (never waited on), or a
+/// file to replace whole, in a directory retry may write in; never another
+/// user's file, FIFO or device in a directory others can write to.
 fn output(path: &Path) -> Result<Output, String> {
-    // `/dev/null`, a FIFO, `/dev/stdout`: nothing to rename over, and no
-    // partial file to leave behind.
-    if let Ok(meta) = std::fs::metadata(path)
-        && !meta.is_file()
-        && !meta.is_dir()
-    {
-        return std::fs::OpenOptions::new()
-            .write(true)
-            .open(path)
-            .map(Output::Direct)
-            .map_err(|e| output_error(path, &io_error(&e)));
+    match fsutil::open_destination(path, Rule::Output) {
+        Ok(Destination::Replace(t)) => Ok(Output::File(t)),
+        Ok(Destination::Direct(f)) => Ok(Output::Direct(f)),
+        Err(e) => Err(output_error(path, &e.about(path))),
     }
-    fsutil::resolve(path, Rule::Output)
-        .map(|t| Output::File(Box::new(t)))
-        .map_err(|e| match e {
-            ResolveError::Io(p, io) if p == path => output_error(path, &io_error(&io)),
-            ResolveError::Io(p, io) => {
-                output_error(path, &format!("{}: {}", p.display(), io_error(&io)))
-            }
-            ResolveError::Untrusted(u) => output_error(path, &u.to_string()),
-        })
 }
 
 /// The usage error for an `-o` that cannot be written.

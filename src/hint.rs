@@ -1,0 +1,175 @@
+//! **Pure.** Hints for mistakes a newcomer makes in a first minute: a
+//! command line that parses and runs, but not as its author meant (`retry
+//! 5 curl …`, a URL or `host:port` as COMMAND, a whole command in one
+//! quoted word), and other tools' names for retry's flags. A hint never
+//! changes what runs; it rides on the line that reports the mistake, and
+//! it repeats nothing that may hold a secret (a program's name, a masked
+//! URL, a `host:port`).
+
+use std::ffi::OsString;
+
+/// For a COMMAND that was not found: what its author most likely meant.
+pub fn command_not_found(command: &[OsString]) -> Option<String> {
+    let first = command.first()?.to_str()?;
+    let rest = &command[1..];
+    if let Some(program) = rest.first().and_then(|p| p.to_str())
+        && let Ok(n) = first.trim().parse::<u32>()
+        && n >= 1
+    {
+        let more = if rest.len() > 1 { " ..." } else { "" };
+        return Some(format!(
+            "to make up to {n} attempts, write: retry --max {n} -- {}{more}",
+            shown_program(program)
+        ));
+    }
+    let lower = first.to_ascii_lowercase();
+    if rest.is_empty() && (lower.starts_with("http://") || lower.starts_with("https://")) {
+        return Some(format!(
+            "to probe a URL, write: retry --http {}",
+            crate::mask::url(first)
+        ));
+    }
+    if rest.is_empty() && is_host_port(first) {
+        return Some(format!(
+            "to wait for a TCP port, write: retry --tcp {first}"
+        ));
+    }
+    if first.trim().contains(char::is_whitespace) {
+        let program = first.split_whitespace().next().unwrap_or(first);
+        let program = shown_program(program);
+        return Some(format!(
+            "COMMAND is one word with spaces in it: give its words apart (retry -- {program} ...) or to a shell (retry -- sh -c '{program} ...')"
+        ));
+    }
+    None
+}
+
+/// A program's name as a hint shows it: its last path component, which
+/// carries no secret.
+fn shown_program(program: &str) -> &str {
+    program
+        .rsplit('/')
+        .next()
+        .filter(|p| !p.is_empty())
+        .unwrap_or(program)
+}
+
+/// `host:port` or `[v6]:port` with a port from 1 to 65535, as `--tcp`
+/// takes it.
+fn is_host_port(s: &str) -> bool {
+    let Some((host, port)) = s.rsplit_once(':') else {
+        return false;
+    };
+    let port_ok = !port.is_empty()
+        && port.bytes().all(|b| b.is_ascii_digit())
+        && port.parse::<u16>().is_ok_and(|p| p > 0);
+    let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
+        None => {
+            !host.is_empty()
+                && host
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
+                && host.bytes().any(|b| b.is_ascii_alphabetic() || b == b'.')
+        }
+    };
+    port_ok && host_ok
+}
+
+/// retry's flag for what other retry tools (and curl, and CI retry
+/// actions) call `flag`, with a word on how they differ.
+pub fn other_tools_flag(flag: &str) -> Option<&'static str> {
+    let name = flag.split('=').next().unwrap_or(flag);
+    Some(match name {
+        "--retries" | "--retry" | "--max-retries" => {
+            "--max (attempts in total, the first included: 3 retries are --max 4)"
+        }
+        "--times" | "--attempts" | "--tries" | "--max-attempts" | "--count" => {
+            "--max (attempts in total, the first included)"
+        }
+        "--delay" | "--sleep" | "--interval" | "--wait" | "--pause" | "--retry-delay"
+        | "--retry-wait" => "--base (the first wait; --backoff fixed keeps every wait at it)",
+        "--max-delay" | "--max-wait" | "--max-interval" | "--max-backoff" | "--retry-max-delay" => {
+            "--cap (the longest single wait)"
+        }
+        "--deadline" | "--total-timeout" | "--max-duration" | "--retry-max-time" => {
+            "--max-time (the whole run's deadline)"
+        }
+        "--attempt-timeout" | "--timeout-per-attempt" => "--timeout (each attempt's limit)",
+        "--exit-codes" | "--retry-on-exit-code" => "--retry-on (only these exit codes are retried)",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hint(words: &[&str]) -> Option<String> {
+        let command: Vec<OsString> = words.iter().map(OsString::from).collect();
+        command_not_found(&command)
+    }
+
+    #[test]
+    fn a_count_before_the_command_is_taken_for_max() {
+        assert_eq!(
+            hint(&["5", "curl", "-fsS", "http://u:pw@h/"]).as_deref(),
+            Some("to make up to 5 attempts, write: retry --max 5 -- curl ...")
+        );
+        assert_eq!(
+            hint(&["3", "/usr/bin/make"]).as_deref(),
+            Some("to make up to 3 attempts, write: retry --max 3 -- make")
+        );
+        assert_eq!(hint(&["5"]), None);
+        assert_eq!(hint(&["0", "make"]), None);
+    }
+
+    #[test]
+    fn a_url_or_a_port_as_command_is_taken_for_a_probe() {
+        assert_eq!(
+            hint(&["https://example.com/health"]).as_deref(),
+            Some("to probe a URL, write: retry --http https://example.com/health")
+        );
+        let masked = hint(&["https://u:secret@example.com/?token=abc"]).expect("a hint");
+        assert!(
+            !masked.contains("secret") && !masked.contains("abc"),
+            "{masked}"
+        );
+        assert_eq!(
+            hint(&["db:5432"]).as_deref(),
+            Some("to wait for a TCP port, write: retry --tcp db:5432")
+        );
+        assert!(hint(&["[::1]:6379"]).is_some_and(|h| h.contains("--tcp [::1]:6379")));
+        for not in ["db:0", "db:99999", "a:b", "12:30", "db:5432/x"] {
+            assert_eq!(hint(&[not]), None, "{not}");
+        }
+    }
+
+    #[test]
+    fn a_command_in_one_word_is_taken_apart() {
+        let h = hint(&["curl -fsS -u me:pw http://h/"]).expect("a hint");
+        assert!(
+            h.contains("retry -- curl ...") && h.contains("sh -c 'curl ...'"),
+            "{h}"
+        );
+        assert!(!h.contains("pw"), "{h}");
+        assert_eq!(hint(&["make"]), None);
+    }
+
+    #[test]
+    fn other_tools_names_point_at_ours() {
+        for (theirs, ours) in [
+            ("--retries", "--max"),
+            ("--times", "--max"),
+            ("--attempts", "--max"),
+            ("--delay", "--base"),
+            ("--sleep", "--base"),
+            ("--interval=5", "--base"),
+            ("--max-delay", "--cap"),
+        ] {
+            let h = other_tools_flag(theirs).expect(theirs);
+            assert!(h.starts_with(ours), "{theirs}: {h}");
+        }
+        assert_eq!(other_tools_flag("--bse"), None);
+    }
+}

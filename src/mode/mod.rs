@@ -1,0 +1,45 @@
+//! One module per mode, each putting its mode together from the validated
+//! configuration: `command` (run COMMAND), `http` (`--http`), `tcp`
+//! (`--tcp`), `dry_run` (`--dry-run`), `simulate` (`--simulate`) and
+//! `state_show` (`--state-show`). The modes that run something hand their
+//! attempts to `drive`, the one lifecycle of a run; the others print a
+//! report on stdout. A new kind of probe is a module here and an arm of the
+//! `match` in `lib`.
+
+use std::io::Write;
+
+use rand::TryRng;
+use rand::rngs::SysRng;
+
+use crate::exit;
+use crate::rng;
+
+pub mod command;
+pub mod dry_run;
+pub mod http;
+pub mod simulate;
+pub mod state_show;
+pub mod tcp;
+
+/// A report on stdout (what a dry run, a simulation or `--state-show` was
+/// asked for): 0 once written, retry's own failure if it cannot be.
+fn print(report: &str) -> u8 {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(report.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => exit::SUCCESS,
+        Err(_) => exit::INTERNAL,
+    }
+}
+
+/// A seed from the OS, never from the clock: processes started in the same
+/// instant must not share a schedule. Kept below 2^53 so that the seed in a
+/// JSON log reads back exactly anywhere; 53 bits are plenty to keep a fleet's
+/// schedules apart.
+pub fn os_seed() -> u64 {
+    rng::mask_seed(SysRng.try_next_u64().unwrap_or_else(|_| {
+        // No OS entropy at all: fall back to per-process addresses, which ASLR
+        // still varies between processes.
+        let local = 0u8;
+        (&local as *const u8 as u64) ^ u64::from(std::process::id()).rotate_left(32)
+    }))
+}

@@ -1,0 +1,24 @@
+//! TCP mode (`--tcp HOST:PORT`): the loop over connection attempts.
+
+use std::time::Instant;
+
+use crate::attempt::tcp::{TcpAttempt, TcpOptions};
+use crate::drive;
+use crate::policy::Config;
+
+pub fn main(config: &Config, probe: &TcpOptions, started: Instant, seed: u64) -> u8 {
+    if let Err(code) = drive::check_outputs(config) {
+        return code;
+    }
+    let log = drive::open_log(config, started);
+    let shown = probe.display_words();
+    let probe = probe.clone();
+    drive::drive(
+        config,
+        log,
+        &shown,
+        seed,
+        || Ok(TcpAttempt::new(probe)),
+        |ending, _, _| ending.exit_code,
+    )
+}

@@ -1,0 +1,568 @@
+//! Which flags each mode takes: one table, [`FLAGS`], from which every
+//! refusal of a flag in a mode that does not take it is derived.
+//!
+//! The modes are chosen by a few flags (COMMAND, `--http`, `--tcp`,
+//! `--simulate`, `--state-show`, and `--dry-run`, which previews command,
+//! HTTP or TCP mode). Every other flag has a row: the modes that take it,
+//! and where it belongs, which words its refusal ("applies only to HTTP
+//! mode", "--simulate runs nothing real", "reports on a run"). A value
+//! that came from the environment never causes a refusal: a variable set
+//! for a whole session must not stand in the way of a preview or another
+//! mode; the flag given does. A new mode is a bit here and a column in the
+//! rows; a new flag is a row (a test fails on a flag without one).
+
+use super::{Names, UsageError};
+use crate::cli::Cli;
+
+/// A mode, as the table knows it: one bit of a [`Takes`] set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Command,
+    Http,
+    Tcp,
+    Simulate,
+    StateShow,
+}
+
+impl Kind {
+    fn bit(self) -> u8 {
+        match self {
+            Kind::Command => COMMAND,
+            Kind::Http => HTTP,
+            Kind::Tcp => TCP,
+            Kind::Simulate => SIMULATE,
+            Kind::StateShow => STATE_SHOW,
+        }
+    }
+
+    /// The mode's flag, as refusals name it.
+    fn flag(self) -> &'static str {
+        match self {
+            Kind::Command => "COMMAND",
+            Kind::Http => "--http",
+            Kind::Tcp => "--tcp",
+            Kind::Simulate => "--simulate",
+            Kind::StateShow => "--state-show",
+        }
+    }
+}
+
+/// The modes that take a flag, as bits.
+type Takes = u8;
+const COMMAND: Takes = 1;
+const HTTP: Takes = 2;
+const TCP: Takes = 4;
+const SIMULATE: Takes = 8;
+const STATE_SHOW: Takes = 16;
+/// A dry run takes the flag (of the mode it previews).
+const DRY_RUN: Takes = 32;
+/// The modes that run something.
+const REAL: Takes = COMMAND | HTTP | TCP;
+const ALL: Takes = REAL | SIMULATE | STATE_SHOW | DRY_RUN;
+/// What shapes or describes a run, previewed by a dry run and accepted
+/// (and ignored) by `--state-show`.
+const ANY_RUN: Takes = REAL | DRY_RUN | STATE_SHOW;
+
+/// Where a flag belongs: what its refusal says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Home {
+    /// Chooses the mode (checked first, on its own).
+    Mode,
+    /// The retry policy, the log, shared state's rules: every mode takes them.
+    Policy,
+    /// The request HTTP mode makes.
+    Http,
+    /// The exit codes of a COMMAND.
+    ExitCodes,
+    /// How a COMMAND's processes run.
+    Process,
+    /// A command run between attempts or at the end (`--on-retry`, `--on-give-up`).
+    Hook,
+    /// A report on the run (metrics, heartbeat pings).
+    Report,
+    /// The simulated server.
+    Simulation,
+    /// Where shared state lives.
+    Store,
+    /// `--breaker`: a simulation's clients all start before any run can fail.
+    Breaker,
+}
+
+/// One flag's row.
+struct Flag {
+    /// clap's id of the argument.
+    id: &'static str,
+    /// How messages name it.
+    name: &'static str,
+    home: Home,
+    takes: Takes,
+    /// Whether it was given (a value from the environment counts too: the
+    /// caller excuses those).
+    given: fn(&Cli) -> bool,
+}
+
+macro_rules! row {
+    ($id:literal, $name:literal, $home:ident, $takes:expr, |$c:ident| $given:expr) => {
+        Flag {
+            id: $id,
+            name: $name,
+            home: Home::$home,
+            takes: $takes,
+            given: |$c: &Cli| $given,
+        }
+    };
+}
+
+/// Every flag, and the modes that take it.
+const FLAGS: &[Flag] = &[
+    // The modes themselves.
+    row!("command", "COMMAND", Mode, COMMAND | DRY_RUN, |c| !c
+        .command
+        .is_empty()),
+    row!("url", "--http", Mode, HTTP | DRY_RUN, |c| c
+        .http
+        .url
+        .is_some()),
+    row!("tcp", "--tcp", Mode, TCP | DRY_RUN, |c| !c.tcp.is_empty()),
+    row!("simulate", "--simulate", Mode, SIMULATE, |c| c
+        .sim
+        .simulate
+        .is_some()),
+    row!("state_show", "--state-show", Mode, STATE_SHOW, |c| c
+        .state
+        .state_show),
+    row!("dry_run", "--dry-run", Mode, DRY_RUN, |c| c.dry_run),
+    // The retry policy and the log: every mode.
+    row!("max", "--max", Policy, ALL, |c| c.max.is_some()),
+    row!("forever", "--forever", Policy, ALL, |c| c.forever),
+    row!("backoff", "--backoff", Policy, ALL, |c| c.backoff.is_some()),
+    row!("base", "--base", Policy, ALL, |c| c.base.is_some()),
+    row!("cap", "--cap", Policy, ALL, |c| c.cap.is_some()),
+    row!("multiplier", "--multiplier", Policy, ALL, |c| c
+        .multiplier
+        .is_some()),
+    row!("jitter", "--jitter", Policy, ALL, |c| c.jitter.is_some()),
+    row!("jitter_max", "--jitter-max", Policy, ALL, |c| c
+        .jitter_max
+        .is_some()),
+    row!("max_time", "--max-time", Policy, ALL, |c| c
+        .max_time
+        .is_some()),
+    row!("reset_after", "--reset-after", Policy, ALL, |c| c
+        .reset_after
+        .is_some()),
+    row!("stagger", "--stagger", Policy, ALL, |c| c.stagger.is_some()),
+    row!("seed", "--seed", Policy, ALL, |c| c.seed.is_some()),
+    row!(
+        "no_retry_on_timeout",
+        "--no-retry-on-timeout",
+        Policy,
+        ALL,
+        |c| c.no_retry_on_timeout
+    ),
+    row!("nested", "--nested", Policy, ALL, |c| c.nested.is_some()),
+    row!("quiet", "--quiet", Policy, ALL, |c| c.quiet > 0),
+    row!("verbose", "--verbose", Policy, ALL, |c| c.verbose > 0),
+    row!("log_format", "--log-format", Policy, ALL, |c| c
+        .log_format
+        .is_some()),
+    row!("log_file", "--log-file", Policy, ALL, |c| c
+        .log_file
+        .is_some()),
+    row!("color", "--color", Policy, ALL, |c| c.color.is_some()),
+    row!("ci_annotations", "--ci-annotations", Policy, ALL, |c| c
+        .ci_annotations
+        .is_some()),
+    // The attempts' limits.
+    row!("timeout", "--timeout", Process, ANY_RUN, |c| c
+        .timeout
+        .is_some()),
+    row!(
+        "idle_timeout",
+        "--idle-timeout",
+        Process,
+        COMMAND | HTTP,
+        |c| c.idle_timeout.is_some()
+    ),
+    row!(
+        "restart_on_success",
+        "--restart-on-success",
+        Process,
+        COMMAND | DRY_RUN | STATE_SHOW,
+        |c| c.restart_on_success
+    ),
+    // A COMMAND's exit codes and processes.
+    row!(
+        "retry_on",
+        "--retry-on",
+        ExitCodes,
+        COMMAND | DRY_RUN | STATE_SHOW,
+        |c| c.retry_on.is_some()
+    ),
+    row!(
+        "stop_on",
+        "--stop-on",
+        ExitCodes,
+        COMMAND | DRY_RUN | STATE_SHOW,
+        |c| c.stop_on.is_some()
+    ),
+    row!(
+        "success_on",
+        "--success-on",
+        ExitCodes,
+        COMMAND | DRY_RUN | STATE_SHOW,
+        |c| c.success_on.is_some()
+    ),
+    row!(
+        "retry_if_output",
+        "--retry-if-output",
+        Process,
+        COMMAND | DRY_RUN | STATE_SHOW,
+        |c| !c.retry_if_output.is_empty()
+    ),
+    row!(
+        "stop_if_output",
+        "--stop-if-output",
+        Process,
+        COMMAND | DRY_RUN | STATE_SHOW,
+        |c| !c.stop_if_output.is_empty()
+    ),
+    row!(
+        "stop_signal",
+        "--stop-signal",
+        Process,
+        COMMAND | DRY_RUN | STATE_SHOW,
+        |c| c.stop_signal.is_some()
+    ),
+    row!(
+        "kill_after",
+        "--kill-after",
+        Process,
+        COMMAND | DRY_RUN | STATE_SHOW,
+        |c| c.kill_after.is_some()
+    ),
+    row!(
+        "foreground",
+        "--foreground",
+        Process,
+        COMMAND | DRY_RUN | STATE_SHOW,
+        |c| c.foreground
+    ),
+    row!(
+        "replay_stdin",
+        "--replay-stdin",
+        Process,
+        COMMAND | DRY_RUN | STATE_SHOW,
+        |c| c.replay_stdin
+    ),
+    row!(
+        "replay_stdin_max",
+        "--replay-stdin-max",
+        Process,
+        COMMAND | DRY_RUN | STATE_SHOW,
+        |c| c.replay_stdin_max.is_some()
+    ),
+    row!("hold_output", "--hold-output", Process, COMMAND, |c| c
+        .hold_output),
+    row!("last_stdout", "--last-stdout", Process, COMMAND, |c| c
+        .last_stdout),
+    row!("hold_max", "--hold-max", Process, COMMAND, |c| c
+        .hold_max
+        .is_some()),
+    // Commands run by every mode that runs something.
+    row!("on_retry", "--on-retry", Hook, REAL, |c| c
+        .on_retry
+        .is_some()),
+    row!("on_give_up", "--on-give-up", Hook, REAL, |c| c
+        .on_give_up
+        .is_some()),
+    // HTTP mode's request; TCP mode shares the connection timeout.
+    row!("method", "--method", Http, HTTP | DRY_RUN, |c| c
+        .http
+        .method
+        .is_some()),
+    row!("headers", "--header", Http, HTTP | DRY_RUN, |c| !c
+        .http
+        .headers
+        .is_empty()),
+    row!("data", "--data", Http, HTTP | DRY_RUN, |c| !c
+        .http
+        .data
+        .is_empty()),
+    row!("data_binary", "--data-binary", Http, HTTP | DRY_RUN, |c| !c
+        .http
+        .data_binary
+        .is_empty()),
+    row!("max_redirs", "--max-redirs", Http, HTTP | DRY_RUN, |c| c
+        .http
+        .max_redirs
+        .is_some()),
+    row!("json", "--json", Http, HTTP | DRY_RUN, |c| c
+        .http
+        .json
+        .is_some()),
+    row!(
+        "retry_after_max",
+        "--retry-after-max",
+        Http,
+        HTTP | DRY_RUN,
+        |c| c.http.retry_after_max.is_some()
+    ),
+    row!("cacert", "--cacert", Http, HTTP | DRY_RUN, |c| c
+        .http
+        .cacert
+        .is_some()),
+    row!("insecure", "--insecure", Http, HTTP | DRY_RUN, |c| c
+        .http
+        .insecure),
+    row!("output", "--output", Http, HTTP | DRY_RUN, |c| c
+        .http
+        .output
+        .is_some()),
+    row!("expect", "--expect", Http, HTTP | DRY_RUN, |c| c
+        .http
+        .expect
+        .is_some()),
+    row!(
+        "retry_status",
+        "--retry-status",
+        Http,
+        HTTP | DRY_RUN,
+        |c| c.http.retry_status.is_some()
+    ),
+    row!(
+        "idempotency_key",
+        "--idempotency-key",
+        Http,
+        HTTP | DRY_RUN,
+        |c| c.http.idempotency_key.is_some()
+    ),
+    row!(
+        "retry_non_idempotent",
+        "--retry-non-idempotent",
+        Http,
+        HTTP | DRY_RUN,
+        |c| c.http.retry_non_idempotent
+    ),
+    row!(
+        "connect_timeout",
+        "--connect-timeout",
+        Http,
+        HTTP | TCP | DRY_RUN,
+        |c| c.http.connect_timeout.is_some()
+    ),
+    // The simulated server and report.
+    row!("outage", "--outage", Simulation, SIMULATE, |c| c
+        .sim
+        .outage
+        .is_some()),
+    row!("capacity", "--capacity", Simulation, SIMULATE, |c| c
+        .sim
+        .capacity
+        .is_some()),
+    row!(
+        "capacity_burst",
+        "--capacity-burst",
+        Simulation,
+        SIMULATE,
+        |c| c.sim.capacity_burst.is_some()
+    ),
+    row!("model", "--model", Simulation, SIMULATE, |c| c
+        .sim
+        .model
+        .is_some()),
+    row!("compare", "--compare", Simulation, SIMULATE, |c| c
+        .sim
+        .compare),
+    row!("format", "--format", Simulation, SIMULATE, |c| c
+        .sim
+        .format
+        .is_some()),
+    row!("plot", "--plot", Simulation, SIMULATE, |c| c
+        .sim
+        .plot
+        .is_some()),
+    // Shared state: the rules serve a simulated fleet too, the store does not.
+    row!("group", "--group", Policy, ALL, |c| c.state.group.is_some()),
+    row!("pace", "--pace", Policy, ALL, |c| c.state.pace.is_some()),
+    row!("pace_burst", "--pace-burst", Policy, ALL, |c| c
+        .state
+        .pace_burst
+        .is_some()),
+    row!("budget", "--budget", Policy, ALL, |c| c
+        .state
+        .budget
+        .is_some()),
+    row!("breaker", "--breaker", Breaker, ANY_RUN, |c| c
+        .state
+        .breaker
+        .is_some()),
+    row!("state", "--state", Store, ANY_RUN, |c| c
+        .state
+        .state
+        .is_some()),
+    row!("state_required", "--state-required", Store, ANY_RUN, |c| c
+        .state
+        .state_required),
+    row!(
+        "state_password_file",
+        "--state-password-file",
+        Store,
+        ANY_RUN,
+        |c| c.state.state_password_file.is_some()
+    ),
+    // Reports on a run.
+    row!("metrics_file", "--metrics-file", Report, REAL, |c| c
+        .monitor
+        .metrics_file
+        .is_some()),
+    row!("metrics_push", "--metrics-push", Report, REAL, |c| c
+        .monitor
+        .metrics_push
+        .is_some()),
+    row!(
+        "metrics_push_password_file",
+        "--metrics-push-password-file",
+        Report,
+        REAL,
+        |c| c.monitor.metrics_push_password_file.is_some()
+    ),
+    row!("ping_file", "--ping-file", Report, REAL, |c| c
+        .monitor
+        .ping_file
+        .is_some()),
+    row!("metrics_job", "--metrics-job", Report, REAL, |c| c
+        .monitor
+        .metrics_job
+        .is_some()),
+    row!("metrics_label", "--metrics-label", Report, REAL, |c| !c
+        .monitor
+        .metrics_label
+        .is_empty()),
+    row!("ping", "--ping", Report, REAL, |c| c.monitor.ping.is_some()),
+    row!("ping_log", "--ping-log", Report, REAL, |c| c
+        .monitor
+        .ping_log),
+];
+
+/// The mode the flags choose, and whether it is only previewed.
+struct Chosen {
+    kind: Kind,
+    dry_run: bool,
+}
+
+/// Refuse the first flag (in the table's order) that the chosen mode does
+/// not take, after refusing modes chosen together.
+pub(super) fn check(cli: &Cli, names: &Names) -> Result<(), UsageError> {
+    let chosen = choose(cli)?;
+    let given = |f: &&Flag| (f.given)(cli) && !names.came_from_env(f.id);
+    for flag in FLAGS.iter().filter(|f| f.home != Home::Mode).filter(given) {
+        let by_kind = flag.takes & chosen.kind.bit() != 0;
+        let by_preview = !chosen.dry_run || flag.takes & DRY_RUN != 0;
+        if !by_kind {
+            return Err(UsageError(refusal(flag, chosen.kind)));
+        }
+        if !by_preview {
+            return Err(UsageError(runs_nothing(flag, "--dry-run")));
+        }
+    }
+    Ok(())
+}
+
+/// The mode COMMAND, `--http`, `--tcp`, `--simulate` and `--state-show`
+/// choose; two of them together are refused.
+fn choose(cli: &Cli) -> Result<Chosen, UsageError> {
+    let on = |id: &str| FLAGS.iter().any(|f| f.id == id && (f.given)(cli));
+    let (command, http, tcp, dry_run) = (on("command"), on("url"), on("tcp"), on("dry_run"));
+    let conflict = |message: String| Err(UsageError(message));
+    if on("simulate") {
+        let real = [
+            ("--tcp", tcp),
+            ("COMMAND", command),
+            ("--http", http),
+            ("--dry-run", dry_run),
+            ("--state-show", on("state_show")),
+        ];
+        if let Some((flag, _)) = real.into_iter().find(|(_, given)| *given) {
+            return conflict(simulate_real(flag));
+        }
+        return Ok(Chosen {
+            kind: Kind::Simulate,
+            dry_run,
+        });
+    }
+    if on("state_show") {
+        if dry_run || http || tcp || command {
+            return conflict(
+                "--state-show only prints the group's state: give it no COMMAND, --http, --tcp or --dry-run"
+                    .to_string(),
+            );
+        }
+        return Ok(Chosen {
+            kind: Kind::StateShow,
+            dry_run,
+        });
+    }
+    let kind = match (tcp, http, command) {
+        (true, _, true) => return conflict(both(Kind::Tcp, "COMMAND")),
+        (true, true, _) => return conflict(both(Kind::Tcp, "--http")),
+        (true, _, _) => Kind::Tcp,
+        (_, true, true) => return conflict(both(Kind::Http, "COMMAND")),
+        (_, true, _) => Kind::Http,
+        _ => Kind::Command,
+    };
+    Ok(Chosen { kind, dry_run })
+}
+
+fn both(kind: Kind, other: &str) -> String {
+    format!(
+        "{} and {other} are mutually exclusive: give one or the other",
+        kind.flag()
+    )
+}
+
+fn simulate_real(flag: &str) -> String {
+    format!("--simulate runs nothing real: it cannot be combined with {flag}")
+}
+
+/// A flag that acts only while something runs, given where nothing does.
+fn runs_nothing(flag: &Flag, by: &str) -> String {
+    let what = match flag.home {
+        Home::Report => "reports on a run",
+        _ => "acts on a run",
+    };
+    format!("{} {what}, and {by} runs nothing: leave it out", flag.name)
+}
+
+/// Why `kind` does not take `flag`, in the words of the flag's home.
+fn refusal(flag: &Flag, kind: Kind) -> String {
+    let name = flag.name;
+    match (flag.home, kind) {
+        (_, Kind::Simulate) if flag.id == "restart_on_success" => {
+            "--restart-on-success has no effect in --simulate: a simulated client stops at its first success; leave it out".to_string()
+        }
+        (Home::Simulation, _) => {
+            format!("{name} applies only to --simulate N: add --simulate with a number of clients")
+        }
+        (Home::Http, Kind::Tcp) => format!("{name} applies only to HTTP mode, not to --tcp"),
+        (Home::Http, _) => format!("{name} applies only to HTTP mode: add --http URL"),
+        (Home::Report | Home::Hook | Home::Process, Kind::StateShow) => {
+            runs_nothing(flag, "--state-show")
+        }
+        (Home::Report, Kind::Simulate) => runs_nothing(flag, "--simulate"),
+        (Home::Breaker, Kind::Simulate) => "--breaker has no effect in --simulate: every simulated client starts at once, before any run can fail; use --budget or --pace".to_string(),
+        (Home::Store, Kind::Simulate) => format!(
+            "{} (the simulated clients share their state in memory)",
+            simulate_real(name)
+        ),
+        (_, Kind::Simulate) => simulate_real(name),
+        (Home::ExitCodes, Kind::Http) => format!(
+            "{name} applies to exit codes of a COMMAND: with --http use --expect or --retry-status"
+        ),
+        (Home::ExitCodes, _) => format!("{name} applies to exit codes of a COMMAND, not to {}", kind.flag()),
+        (_, _) => format!("{name} applies to a COMMAND's processes, not to {}", kind.flag()),
+    }
+}
+
+#[cfg(test)]
+mod tests;

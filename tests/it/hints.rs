@@ -1,0 +1,90 @@
+//! Mistakes that parse: the line that reports them names the fix, and what
+//! runs is still what was written.
+
+use crate::util::{retry, scratch};
+
+/// The give-up line of a run whose COMMAND was not found (exit 127): the
+/// one line -q leaves, holding the hint.
+fn not_found(args: &[&str]) -> String {
+    let quiet = retry(std::iter::once("-q").chain(args.iter().copied())).run();
+    quiet.expect_code(127);
+    let lines = quiet.stderr_lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    lines[0].clone()
+}
+
+#[test]
+fn a_count_before_the_command_is_hinted_as_max_and_still_runs_as_written() {
+    let dir = scratch();
+    let marker = dir.path().join("ran");
+    let script = format!("touch {}", marker.display());
+    let line = not_found(&["5", "sh", "-c", &script]);
+    assert!(
+        line.contains("command not found: 5") && line.contains("write: retry --max 5 -- sh ..."),
+        "{line}"
+    );
+    assert!(!marker.exists(), "the hint must not change what runs");
+}
+
+#[test]
+fn a_url_as_command_is_hinted_as_http_with_its_secrets_masked() {
+    let line = not_found(&["https://me:hunter2@127.0.0.1:9/health?token=abc"]);
+    assert!(line.contains("write: retry --http https://"), "{line}");
+    assert!(!line.contains("hunter2") && !line.contains("abc"), "{line}");
+}
+
+#[test]
+fn a_host_and_port_as_command_is_hinted_as_tcp() {
+    let line = not_found(&["db.internal:5432"]);
+    assert!(
+        line.contains("write: retry --tcp db.internal:5432"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_whole_command_in_one_word_is_hinted_apart_not_reported_as_a_missing_program() {
+    let line = not_found(&["curl -fsS -u me:hunter2 http://127.0.0.1:9/"]);
+    assert!(
+        line.contains("one word with spaces") && line.contains("sh -c 'curl ...'"),
+        "{line}"
+    );
+    assert!(!line.contains("hunter2"), "{line}");
+}
+
+#[test]
+fn a_command_that_is_only_missing_gets_no_hint() {
+    let line = not_found(&["no-such-program-here", "--version"]);
+    assert!(
+        line.contains("command not found: no-such-program-here"),
+        "{line}"
+    );
+    assert!(
+        !line.contains("write:") && !line.contains("one word"),
+        "{line}"
+    );
+}
+
+#[test]
+fn other_tools_flag_names_and_near_typos_get_did_you_mean() {
+    for (args, want) in [
+        (&["--retries", "3"][..], "did you mean --max"),
+        (&["--times", "3"][..], "did you mean --max"),
+        (&["--attempts", "3"][..], "did you mean --max"),
+        (&["--delay", "5"][..], "did you mean --base"),
+        (&["--sleep", "5"][..], "did you mean --base"),
+        (&["--interval", "5"][..], "did you mean --base"),
+        (&["--bse", "1s"][..], "did you mean --base?"),
+        (&["--max-tim", "1m"][..], "did you mean --max-time?"),
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["--", "true"]);
+        let line = retry(&all).run().expect_usage_line(want);
+        assert!(line.contains(args[0]), "{line}");
+    }
+    // A flag nothing resembles gets no guess.
+    let line = retry(["--zzzz", "--", "true"])
+        .run()
+        .expect_usage_line("--zzzz");
+    assert!(!line.contains("did you mean"), "{line}");
+}
