@@ -6,11 +6,16 @@
 //!   and demoted the old one) or `LOADING`. Each new connection resolves
 //!   the server's name again, so a name moved to another address is
 //!   followed.
-//! - Sentinel: the sentinels are asked for the master when connecting, and
-//!   again after a connection error, `READONLY`, `LOADING` or `MASTERDOWN`,
-//!   and the call is tried on the master they name, a few times over a
-//!   fraction of a second: the redis crate does not follow a failover by
-//!   itself. A failover the old master does not notice (it stays a master
+//! - Sentinel: the sentinels are asked for the master when connecting
+//!   (`SENTINEL GET-MASTER-ADDR-BY-NAME`, one after the other, the one that
+//!   answered last first, as go-redis does), the server they name is checked
+//!   to be a master (`ROLE`) on the connection the calls then use, and this
+//!   is done again after a connection error, `READONLY`, `LOADING` or
+//!   `MASTERDOWN`: the call is tried on the master they name, a few times
+//!   over a fraction of a second. The redis crate's own Sentinel client does
+//!   not follow a failover, and connects to sentinels and masters with
+//!   timeouts of its own (one second, half a second for an answer) that a
+//!   TLS handshake on a loaded host overruns. A failover the old master does not notice (it stays a master
 //!   until the sentinels demote it, seconds later) is announced by the
 //!   sentinels as `+switch-master`, with the new master's address: a task
 //!   listens for it on one sentinel, as go-redis does, and the next call
@@ -33,13 +38,12 @@ use futures_util::StreamExt;
 use redis::aio::MultiplexedConnection;
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::cluster_async::ClusterConnection;
-use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{
     AsyncConnectionConfig, ConnectionAddr, ConnectionInfo, ErrorKind, IntoConnectionInfo,
-    RedisConnectionInfo, RedisError, TlsMode,
+    RedisConnectionInfo, RedisError, Role,
 };
 
-use super::address::{Address, Auth, Node};
+use super::address::{Address, Node};
 use super::words::{connect_failure, redis_words};
 
 /// Connecting, including TLS and AUTH.
@@ -63,13 +67,15 @@ enum Kind {
         conn: Option<MultiplexedConnection>,
     },
     Sentinel {
-        client: Box<SentinelClient>,
+        /// The sentinels, with their own credentials.
+        sentinels: Vec<ConnectionInfo>,
+        /// The one that answered last, asked first.
+        first: usize,
+        /// The name they know the master by.
         master: String,
         conn: Option<MultiplexedConnection>,
-        /// The sentinels, for the task that listens to their announcements.
-        sentinels: Vec<ConnectionInfo>,
         news: Arc<News>,
-        /// How to connect to a master whose address was announced.
+        /// How to connect to the master they name.
         tls: bool,
         redis: RedisConnectionInfo,
     },
@@ -119,32 +125,19 @@ impl Link {
                 }
             }
             Address::Sentinel(s) => {
-                let addrs = s.sentinels.iter().map(|n| tcp(n, s.tls));
-                let mut b =
-                    SentinelClientBuilder::new(addrs, &s.master, SentinelServerType::Master)
-                        .map_err(invalid)?
-                        .set_client_to_redis_db(s.db);
-                if s.tls {
-                    b = b
-                        .set_client_to_redis_tls_mode(TlsMode::Secure)
-                        .set_client_to_sentinel_tls_mode(TlsMode::Secure);
-                }
-                let Auth { user, password: p } = s.auth;
                 let mut redis = RedisConnectionInfo::default().set_db(s.db);
-                if let Some(u) = user {
-                    redis = redis.set_username(&u);
-                    b = b.set_client_to_redis_username(u);
+                if let Some(u) = &s.auth.user {
+                    redis = redis.set_username(u);
                 }
-                if let Some(p) = password.or(p) {
-                    redis = redis.set_password(&p);
-                    b = b.set_client_to_redis_password(p);
+                if let Some(p) = password.or(s.auth.password) {
+                    redis = redis.set_password(p);
                 }
-                let mut said = RedisConnectionInfo::default();
+                let mut theirs = RedisConnectionInfo::default();
                 if let Some(u) = &s.sentinel_auth.user {
-                    said = said.set_username(u);
+                    theirs = theirs.set_username(u);
                 }
                 if let Some(p) = &s.sentinel_auth.password {
-                    said = said.set_password(p);
+                    theirs = theirs.set_password(p);
                 }
                 let sentinels = s
                     .sentinels
@@ -152,21 +145,15 @@ impl Link {
                     .map(|n| {
                         tcp(n, s.tls)
                             .into_connection_info()
-                            .map(|i| i.set_redis_settings(said.clone()))
+                            .map(|i| i.set_redis_settings(theirs.clone()))
                     })
                     .collect::<Result<_, _>>()
                     .map_err(invalid)?;
-                if let Some(u) = s.sentinel_auth.user {
-                    b = b.set_client_to_sentinel_username(u);
-                }
-                if let Some(p) = s.sentinel_auth.password {
-                    b = b.set_client_to_sentinel_password(p);
-                }
                 Kind::Sentinel {
-                    client: Box::new(b.build().map_err(invalid)?),
+                    sentinels,
+                    first: 0,
                     master: s.master,
                     conn: None,
-                    sentinels,
                     news: Arc::new(News::default()),
                     tls: s.tls,
                     redis,
@@ -247,10 +234,10 @@ impl Link {
                 }
             }
             Kind::Sentinel {
-                client,
+                sentinels,
+                first,
                 master,
                 conn,
-                sentinels,
                 news,
                 tls,
                 redis,
@@ -260,40 +247,13 @@ impl Link {
                 }
                 // A new master announced since the last call: go there.
                 if let Some(node) = news.take() {
-                    let info = tcp(&node, *tls)
-                        .into_connection_info()
-                        .map(|i| i.set_redis_settings(redis.clone()));
-                    *conn = match info.and_then(redis::Client::open) {
-                        Ok(c) => c
-                            .get_multiplexed_async_connection_with_config(&config())
-                            .await
-                            .ok(),
-                        Err(_) => None,
+                    *conn = match master_at(&node, *tls, redis).await {
+                        Ok((c, Role::Primary { .. })) => Some(c),
+                        _ => None,
                     };
                 }
                 if conn.is_none() {
-                    let found = client.async_get_client().await.map_err(|e| {
-                        if e.kind() == ErrorKind::MasterNameNotFoundBySentinel {
-                            anyhow!("the sentinels name no master {master:?} that is up")
-                        } else {
-                            anyhow!(
-                                "asking the sentinels for master {master:?}: {}",
-                                redis_words(&e)
-                            )
-                        }
-                    })?;
-                    match found
-                        .get_multiplexed_async_connection_with_config(&config())
-                        .await
-                    {
-                        Ok(c) => *conn = Some(c),
-                        Err(e) => {
-                            let addr = found.get_connection_info().addr();
-                            return Err(connect_failure(&e, addr, CONNECT_TIMEOUT)
-                                .await
-                                .context(format!("master {master:?}")));
-                        }
-                    }
+                    *conn = Some(find_master(sentinels, first, master, *tls, redis).await?);
                 }
             }
             Kind::Cluster { client, conn } => {
@@ -369,6 +329,107 @@ impl Link {
             }
             return Err(anyhow!("{}", redis_words(&e))).context("the state script failed");
         }
+    }
+}
+
+/// A connection to the server at `node` with the master's settings, and
+/// the role that server says it has.
+async fn master_at(
+    node: &Node,
+    tls: bool,
+    redis: &RedisConnectionInfo,
+) -> anyhow::Result<(MultiplexedConnection, Role)> {
+    let info = tcp(node, tls)
+        .into_connection_info()
+        .map(|i| i.set_redis_settings(redis.clone()))
+        .map_err(|e| anyhow!("{}", redis_words(&e)))?;
+    let client = redis::Client::open(info).map_err(|e| anyhow!("{}", redis_words(&e)))?;
+    let mut conn = match client
+        .get_multiplexed_async_connection_with_config(&config())
+        .await
+    {
+        Ok(c) => c,
+        Err(e) => {
+            return Err(
+                connect_failure(&e, client.get_connection_info().addr(), CONNECT_TIMEOUT).await,
+            );
+        }
+    };
+    let role: Role = redis::cmd("ROLE")
+        .query_async(&mut conn)
+        .await
+        .map_err(|e| anyhow!("{}", redis_words(&e)))?;
+    Ok((conn, role))
+}
+
+/// Asks the sentinels in turn, from `first`, for the master they know as
+/// `name`, until one names a server that is a master: a connection to it.
+/// `first` becomes the sentinel that named it. Otherwise, what the last
+/// sentinel asked said (or why it could not be asked).
+async fn find_master(
+    sentinels: &[ConnectionInfo],
+    first: &mut usize,
+    name: &str,
+    tls: bool,
+    redis: &RedisConnectionInfo,
+) -> anyhow::Result<MultiplexedConnection> {
+    let mut why = anyhow!("no sentinel to ask");
+    for k in 0..sentinels.len() {
+        let i = (*first + k) % sentinels.len();
+        let info = &sentinels[i];
+        let named = async {
+            let client =
+                redis::Client::open(info.clone()).map_err(|e| anyhow!("{}", redis_words(&e)))?;
+            let mut conn = match client
+                .get_multiplexed_async_connection_with_config(&config())
+                .await
+            {
+                Ok(c) => c,
+                Err(e) => return Err(connect_failure(&e, info.addr(), CONNECT_TIMEOUT).await),
+            };
+            redis::cmd("SENTINEL")
+                .arg("GET-MASTER-ADDR-BY-NAME")
+                .arg(name)
+                .query_async::<Option<(String, u16)>>(&mut conn)
+                .await
+                .map_err(|e| anyhow!("{}", redis_words(&e)))
+        };
+        let at = sentinel_shown(info);
+        let node = match named.await {
+            Ok(Some((host, port))) => Node { host, port },
+            Ok(None) => {
+                why = anyhow!("the sentinel at {at} knows no master named {name:?}");
+                continue;
+            }
+            Err(e) => {
+                why = e.context(format!("asking the sentinel at {at} for master {name:?}"));
+                continue;
+            }
+        };
+        let shown = format!("{}:{}", node.host, node.port);
+        match master_at(&node, tls, redis).await {
+            Ok((conn, Role::Primary { .. })) => {
+                *first = i;
+                return Ok(conn);
+            }
+            Ok(_) => {
+                why = anyhow!(
+                    "the sentinels name {shown} as master {name:?}, and it is not a master (yet)"
+                );
+            }
+            Err(e) => why = e.context(format!("master {name:?} at {shown}")),
+        }
+    }
+    Err(why)
+}
+
+/// A sentinel's address, for messages.
+fn sentinel_shown(info: &ConnectionInfo) -> String {
+    match info.addr() {
+        ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => {
+            format!("{host}:{port}")
+        }
+        other => format!("{other:?}"),
     }
 }
 
