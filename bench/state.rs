@@ -4,17 +4,25 @@
 //!
 //! `cargo build --release && cargo run --release --example state-bench [-- ROUNDS]`
 //!
-//! Starts its own redis-server (unix socket and a 127.0.0.1 port, persistence
-//! off) in a temporary directory. Stores and operations are timed
+//! Starts its own Redis deployments in a temporary directory, persistence
+//! off: one redis-server (a unix socket and a 127.0.0.1 port), a master with
+//! a replica watched by three sentinels, and a cluster of three masters and
+//! three replicas (`deploy.rs`). Stores and operations are timed
 //! interleaved, in a rotating order, so that noise on the machine falls on
-//! all of them alike. Prints a markdown table.
+//! all of them alike; a call through the cluster is set beside one to the
+//! single server over TCP. Whole invocations are counted too: how many
+//! scripts each runs on the servers. Prints markdown tables.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Instant;
 
 use retry_tool::state::rules::{Breaker, Budget, Op, Pace};
 use retry_tool::state::{AnyStore, Store, StoreAt};
+
+#[path = "deploy.rs"]
+mod deploy;
+use deploy::Server;
 
 const OPS: [&str; 4] = ["admit", "record", "plan", "finish"];
 
@@ -53,15 +61,6 @@ fn op(name: &str) -> Op {
     }
 }
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn redis_server(dir: &Path, sock: &Path, port: u16) -> Server {
     let child = Command::new("redis-server")
         .args([
@@ -77,10 +76,10 @@ fn redis_server(dir: &Path, sock: &Path, port: u16) -> Server {
         .stdout(Stdio::null())
         .spawn()
         .expect("redis-server (apt-get install redis-server)");
-    let until = Instant::now() + Duration::from_secs(10);
+    let until = Instant::now() + std::time::Duration::from_secs(10);
     while std::os::unix::net::UnixStream::connect(sock).is_err() {
         assert!(Instant::now() < until, "redis-server did not start");
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
     Server(child)
 }
@@ -111,6 +110,9 @@ fn main() {
         .expect("free port")
         .port();
     let _server = redis_server(tmp.path(), &sock, port);
+    let (_sentinel, master, sentinel_url) = deploy::sentinel(&tmp.path().join("sentinel"));
+    let (_cluster, masters, cluster_url) = deploy::cluster(&tmp.path().join("cluster"), true);
+    let (_bare, bare_masters, bare_url) = deploy::cluster(&tmp.path().join("bare"), false);
     let stores = [
         ("local (/tmp)", StoreAt::Dir(tmp.path().join("state"))),
         (
@@ -121,6 +123,28 @@ fn main() {
             "redis 127.0.0.1 TCP",
             StoreAt::Url(format!("redis://127.0.0.1:{port}/0")),
         ),
+        // The sentinels' master, directly: one server that replicates each
+        // change, as every master of the cluster does.
+        (
+            "redis 127.0.0.1 TCP, with a replica",
+            StoreAt::Url(format!("redis://127.0.0.1:{master}/0")),
+        ),
+        ("redis sentinel, TCP", StoreAt::Url(sentinel_url)),
+        ("redis cluster (3+3), TCP", StoreAt::Url(cluster_url)),
+        (
+            "redis cluster (3 masters, no replicas), TCP",
+            StoreAt::Url(bare_url),
+        ),
+    ];
+    // Where each store's scripts run, to count them.
+    let script_servers: Vec<Vec<u16>> = vec![
+        vec![],
+        vec![port],
+        vec![port],
+        vec![master],
+        vec![master],
+        masters,
+        bare_masters,
     ];
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -169,29 +193,56 @@ fn main() {
 
     println!("| store | op | median µs | p90 µs | p99 µs |");
     println!("|---|---|---|---|---|");
+    let mut figures = vec![vec![(0.0, 0.0); OPS.len()]; stores.len()];
     for (si, (name, _)) in stores.iter().enumerate() {
         for (oi, o) in OPS.iter().enumerate() {
             let (m, p90, p99) = summary(&mut samples[si][oi]);
+            figures[si][oi] = (m, p99);
             println!("| {name} | {o} | {m:.0} | {p90:.0} | {p99:.0} |");
         }
         let (m, p90, p99) = summary(&mut cold[si]);
         println!("| {name} | open + first op | {m:.0} | {p90:.0} | {p99:.0} |");
     }
 
-    invocations(&stores, tmp.path(), (rounds / 10).max(30));
+    // A call through a cluster against one to a single server, all over
+    // TCP (the target is at most 1.5 times): like for like (no replica, or
+    // a replica for every master), and the replicated cluster against the
+    // lone server; through Sentinel against its master directly.
+    let (single, replicated, sentinel, cluster, bare) = (2, 3, 4, 5, 6);
+    println!();
+    println!(
+        "| op | cluster (3) / single server, median | p99 | cluster (3+3) / server with a replica, median | p99 | cluster (3+3) / single server, median | p99 | sentinel / its master, median | p99 |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for (oi, o) in OPS.iter().enumerate() {
+        let ratio = |a: usize, b: usize| {
+            let ((am, ap), (bm, bp)) = (figures[a][oi], figures[b][oi]);
+            format!("{:.2} | {:.2}", am / bm, ap / bp)
+        };
+        println!(
+            "| {o} | {} | {} | {} | {} |",
+            ratio(bare, single),
+            ratio(cluster, replicated),
+            ratio(cluster, single),
+            ratio(sentinel, replicated)
+        );
+    }
+
+    invocations(&stores, &script_servers, tmp.path(), (rounds / 10).max(30));
 }
 
 /// Whole runs of the release binary: `retry --max 1 -- true` alone and with
 /// `--group bench --budget --breaker` on each store (open, admit, record,
 /// finish), interleaved.
-fn invocations(stores: &[(&str, StoreAt)], tmp: &Path, rounds: usize) {
+fn invocations(stores: &[(&str, StoreAt)], servers: &[Vec<u16>], tmp: &Path, rounds: usize) {
     let bin: PathBuf = std::env::current_exe()
         .ok()
         .and_then(|p| Some(p.parent()?.parent()?.join("retry")))
         .filter(|p| p.exists())
         .expect("build the binary first: cargo build --release");
-    let mut variants: Vec<(String, Vec<String>)> = vec![("no shared state".into(), vec![])];
-    for (name, at) in stores {
+    let mut variants: Vec<(String, Vec<String>, Vec<u16>)> =
+        vec![("no shared state".into(), vec![], vec![])];
+    for ((name, at), ports) in stores.iter().zip(servers) {
         let s = match at {
             StoreAt::Dir(d) => d.display().to_string(),
             StoreAt::Url(u) => u.clone(),
@@ -209,31 +260,51 @@ fn invocations(stores: &[(&str, StoreAt)], tmp: &Path, rounds: usize) {
             ]
             .map(String::from)
             .to_vec(),
+            ports.clone(),
         ));
     }
+    let run = |args: &[String]| {
+        let status = Command::new(&bin)
+            .args(args)
+            .args(["--max", "1", "--", "true"])
+            .env("HOME", tmp)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run retry");
+        assert!(status.success());
+    };
+    // Scripts per run, on the servers: the same for every topology.
+    let per_run: Vec<Option<f64>> = variants
+        .iter()
+        .map(|(_, args, ports)| {
+            if ports.is_empty() {
+                return None;
+            }
+            let count = || ports.iter().map(|p| deploy::scripts_run(*p)).sum::<u64>();
+            let before = count();
+            for _ in 0..20 {
+                run(args);
+            }
+            Some((count() - before) as f64 / 20.0)
+        })
+        .collect();
     let mut times = vec![Vec::with_capacity(rounds); variants.len()];
     for round in 0..rounds {
         for k in 0..variants.len() {
             let vi = (k + round) % variants.len();
             let t = Instant::now();
-            let status = Command::new(&bin)
-                .args(&variants[vi].1)
-                .args(["--max", "1", "--", "true"])
-                .env("HOME", tmp)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .status()
-                .expect("run retry");
-            assert!(status.success());
+            run(&variants[vi].1);
             times[vi].push(t.elapsed().as_secs_f64() * 1e3);
         }
     }
     println!();
-    println!("| `retry --max 1 -- true` with | median ms | added ms |");
-    println!("|---|---|---|");
+    println!("| `retry --max 1 -- true` with | median ms | added ms | scripts per run |");
+    println!("|---|---|---|---|");
     let base = summary(&mut times[0]).0;
-    for (vi, (name, _)) in variants.iter().enumerate() {
+    for (vi, (name, _, _)) in variants.iter().enumerate() {
         let (m, _, _) = summary(&mut times[vi]);
-        println!("| {name} | {m:.3} | {:+.3} |", m - base);
+        let scripts = per_run[vi].map_or("-".to_string(), |n| format!("{n:.1}"));
+        println!("| {name} | {m:.3} | {:+.3} | {scripts} |", m - base);
     }
 }

@@ -95,7 +95,7 @@ module completions {
     --format: string@"nu-complete retry format" # Report format of the simulation [default: text]
     --plot: path              # Also draw the load and the clients through over time as an SVG picture in FILE
     --group: string           # Share pace, budget and breaker with every invocation of the same group
-    --state: string           # Where the group's state lives: a directory, or redis://, rediss://, unix:// [default: ~/.local/state/retry]
+    --state: string           # Where the group's state lives: a directory, or redis://, rediss://, unix://, redis+sentinel://, redis+cluster:// [default: ~/.local/state/retry]
     --state-password-file: path # Read the Redis password from FILE (its first line), not from the URL
     --state-required          # Exit 125 when the state store cannot be used, instead of running without it
     --state-show              # Print the group's pace schedule, budget count and breaker state, and exit

@@ -104,8 +104,16 @@ command -v flock >/dev/null || need+=(util-linux)
 # Directories writable through an ACL (setfacl) must count as others' write.
 command -v setfacl >/dev/null || need+=(acl)
 command -v ip >/dev/null || need+=(iproute2)
-# The shared-state tests start their own Redis servers (one with TLS).
+# The shared-state tests start their own Redis servers (one with TLS), a
+# master with a replica watched by three sentinels, and clusters made with
+# redis-cli.
 command -v redis-server >/dev/null || need+=(redis-server)
+command -v redis-sentinel >/dev/null || need+=(redis-sentinel)
+command -v redis-cli >/dev/null || need+=(redis-tools)
+# The shared-state tests run their single-server and cluster checks against
+# Valkey too. Debian has it from trixie on; bookworm has it in backports.
+backports=()
+command -v valkey-server >/dev/null || backports+=(valkey-server valkey-tools)
 # The package tests: cargo-deb's $auto depends (dpkg-shlibdeps), lintian,
 # the man page, and the three shells whose completions the package installs.
 command -v dpkg-shlibdeps >/dev/null || need+=(dpkg-dev)
@@ -124,7 +132,31 @@ bare=()
 command -v prometheus-node-exporter >/dev/null || bare+=(prometheus-node-exporter)
 command -v prometheus-pushgateway >/dev/null || bare+=(prometheus-pushgateway)
 command -v promtool >/dev/null || bare+=(prometheus)
-if [ $((${#need[@]} + ${#bare[@]})) -gt 0 ]; then
+# Installs packages from the archive if it has them, else from the
+# release's backports, through an apt configuration of this script's own:
+# the system's sources are left as they are.
+from_backports() {
+  if [ -n "$(apt-cache policy "$1" 2>/dev/null | sed -n 's/^ *Candidate: //p' | grep -v none)" ]; then
+    $sudo apt-get install -y -qq "$@"
+    return
+  fi
+  local codename dir
+  codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+  dir=$(mktemp -d)
+  chmod 755 "$dir" # apt fetches as its own user
+  mkdir -p "$dir/parts" "$dir/lists/partial" "$dir/cache/archives/partial"
+  cp /etc/apt/sources.list.d/*.sources /etc/apt/sources.list.d/*.list "$dir/parts/" 2>/dev/null || true
+  if [ -f /etc/apt/sources.list ]; then cp /etc/apt/sources.list "$dir/parts/system.list"; fi
+  printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: %s-backports\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    "$codename" >"$dir/parts/backports.sources"
+  local o=(-o Dir::Etc::sourcelist=- -o "Dir::Etc::sourceparts=$dir/parts"
+    -o "Dir::State::Lists=$dir/lists" -o "Dir::Cache=$dir/cache")
+  $sudo apt-get "${o[@]}" update -qq
+  $sudo apt-get "${o[@]}" install -y -qq -t "$codename-backports" "$@"
+  $sudo rm -rf "$dir"
+}
+
+if [ $((${#need[@]} + ${#bare[@]} + ${#backports[@]})) -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
   # The tests start their own servers on 127.0.0.1: installing a server
   # package must not start its service (Debian's policy-rc.d convention).
@@ -139,6 +171,7 @@ if [ $((${#need[@]} + ${#bare[@]})) -gt 0 ]; then
   if [ ${#bare[@]} -gt 0 ]; then
     $sudo apt-get install -y -qq --no-install-recommends "${bare[@]}"
   fi
+  if [ ${#backports[@]} -gt 0 ]; then from_backports "${backports[@]}"; fi
   if [ -n "$no_start" ]; then $sudo rm -f /usr/sbin/policy-rc.d; fi
 fi
 

@@ -16,22 +16,29 @@ pub struct StateArgs {
     #[arg(long, value_name = "NAME", env = "RETRY_GROUP", allow_hyphen_values = true, help_heading = HEADING)]
     pub group: Option<String>,
 
-    /// Where the group's state lives: a directory, or redis://, rediss://, unix:// [default: ~/.local/state/retry]
+    /// Where the group's state lives: a directory, or redis://, rediss://, unix://, redis+sentinel://, redis+cluster:// [default: ~/.local/state/retry]
     ///
     /// The default honours XDG_STATE_HOME, and finds the home directory in
     /// the password database when HOME is unset. A directory must be the
-    /// caller's own and writable by nobody else. A store that cannot be used
-    /// is reported once and the run goes on without it, trying it again
-    /// before later retries. Passwords in URLs are never printed, and are
-    /// left out of the RETRY_STATE that COMMAND receives.
+    /// caller's own and writable by nobody else. A master that sentinels
+    /// watch: redis+sentinel://HOST:PORT,HOST:PORT/MASTER (then /DB, and
+    /// ?sentinel_password=P for the sentinels' own password); a cluster, by
+    /// some of its nodes: redis+cluster://HOST:PORT,HOST:PORT; USER:PASSWORD@
+    /// before the hosts is the master's or the nodes'; rediss+sentinel://
+    /// and rediss+cluster:// speak TLS. A failover is
+    /// followed, and a name looked up again on every new connection. A store
+    /// that cannot be used is reported once and the run goes on without it,
+    /// trying it again before later retries. Passwords in URLs are never
+    /// printed, and are left out of the RETRY_STATE that COMMAND receives.
     #[arg(long, value_name = "DIR|URL", env = "RETRY_STATE", allow_hyphen_values = true, help_heading = HEADING)]
     pub state: Option<String>,
 
     /// Read the Redis password from FILE (its first line), not from the URL
     ///
-    /// Keeps the password off the command line and out of the environment,
-    /// so that nested invocations, which inherit this setting, can use the
-    /// store too.
+    /// The password of the server, of the master the sentinels name, or of
+    /// the cluster's nodes (not the sentinels' own). Keeps the password off
+    /// the command line and out of the environment, so that nested
+    /// invocations, which inherit this setting, can use the store too.
     #[arg(long, value_name = "FILE", env = "RETRY_STATE_PASSWORD_FILE", allow_hyphen_values = true, help_heading = HEADING)]
     pub state_password_file: Option<std::path::PathBuf>,
 

@@ -142,7 +142,7 @@ pub fn from_args(a: &StateArgs, names: &Names) -> Result<StateOptions, UsageErro
                 _ if from_env => None,
                 _ => {
                     return Err(UsageError(format!(
-                        "{flag} applies only to a Redis store (--state redis://... or unix://...)"
+                        "{flag} applies only to a Redis store (--state redis://..., unix://..., redis+sentinel://... or redis+cluster://...)"
                     )));
                 }
             }
@@ -169,7 +169,19 @@ fn valid_group(g: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
 }
 
-const STORE_FORM: &str = "a directory, or a URL such as redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://... or unix:///PATH.sock[?db=N]";
+const STORE_FORM: &str = "a directory, or a URL such as redis://[USER:PASSWORD@]HOST[:PORT][/DB], rediss://..., unix:///PATH.sock[?db=N], redis+sentinel://HOST[:PORT][,HOST[:PORT]...]/MASTER[/DB] or redis+cluster://HOST[:PORT][,HOST[:PORT]...]";
+
+/// The URL schemes of Redis stores: one server, Sentinel, Cluster.
+const STORE_SCHEMES: [&str; 8] = [
+    "redis://",
+    "rediss://",
+    "unix://",
+    "redis+unix://",
+    "redis+sentinel://",
+    "rediss+sentinel://",
+    "redis+cluster://",
+    "rediss+cluster://",
+];
 
 /// `--state DIR|URL`. A URL is checked here, whole, so that a typo is a
 /// usage error rather than a fleet that runs uncoordinated for good. The
@@ -178,9 +190,7 @@ const STORE_FORM: &str = "a directory, or a URL such as redis://[USER:PASSWORD@]
 fn parse_store(s: &str, name: &str) -> Result<StoreAt, UsageError> {
     if s.contains("://") {
         let shown = crate::mask::url(s);
-        let ok = ["redis://", "rediss://", "unix://", "redis+unix://"]
-            .iter()
-            .any(|p| s.starts_with(p));
+        let ok = STORE_SCHEMES.iter().any(|p| s.starts_with(p));
         if !ok {
             return Err(invalid(name, &shown, STORE_FORM));
         }
@@ -204,10 +214,14 @@ fn parse_store(s: &str, name: &str) -> Result<StoreAt, UsageError> {
     Ok(StoreAt::Dir(PathBuf::from(s)))
 }
 
-/// Whether a store URL carries a password (`:PASSWORD@`, or `pass=` in a
-/// unix socket's query).
+/// Whether a store URL carries the password of the servers that keep the
+/// data (`:PASSWORD@`, or `pass=` in a unix socket's query); a sentinel's
+/// own password is another matter.
 fn has_password(u: &str) -> bool {
-    crate::mask::url_without_password(u).is_some()
+    #[cfg(feature = "redis")]
+    return crate::state::redis::Address::parse(u).is_ok_and(|a| a.has_password());
+    #[cfg(not(feature = "redis"))]
+    return crate::mask::url_without_password(u).is_some();
 }
 
 /// `20/s`, `600/m`, `1/h`, `5/10s`: the interval between slots, in microseconds.
@@ -523,5 +537,42 @@ mod tests {
                 burst: 4
             })
         );
+    }
+
+    #[test]
+    fn sentinel_and_cluster_urls_are_stores_checked_whole() {
+        let url = "redis+sentinel://s1,s2:26380/mymaster?sentinel_password=hunter2";
+        let f = shared(&["--group", "g", "--budget", "--state", url]);
+        assert_eq!(f.at, StoreAt::Url(url.into()));
+        // The sentinels' own password is not the one a file gives.
+        let f = shared(&[
+            "--group",
+            "g",
+            "--budget",
+            "--state",
+            url,
+            "--state-password-file",
+            "/f",
+        ]);
+        assert_eq!(f.password_file, Some(PathBuf::from("/f")));
+        let e = err(&[
+            "--group",
+            "g",
+            "--budget",
+            "--state",
+            "redis+cluster://:hunter2@n1,n2",
+            "--state-password-file",
+            "/f",
+        ]);
+        assert!(e.contains("one place") && !e.contains("hunter2"), "{e}");
+        for bad in [
+            "redis+sentinel://:hunter2@s1:26379",
+            "rediss+cluster://:hunter2@n1/3",
+            "redis+sentinel://:hunter2@s1/m?password=x",
+        ] {
+            let e = err(&["--group", "g", "--budget", "--state", bad]);
+            assert!(e.contains("--state") && e.contains("expected"), "{e}");
+            assert!(!e.contains("hunter2"), "{e}");
+        }
     }
 }

@@ -8,8 +8,8 @@
 //! Nothing here trusts the file system: the directory is opened once and
 //! everything else is done relative to it (`openat`, `renameat`), never
 //! through a symbolic link; temporary files are unnamed or uniquely named
-//! (`crate::fsutil`); the lock file is only ever locked, never written. A
-//! directory or file that is not the caller's own, or that others may
+//! (`crate::fsutil`); the lock file is only ever locked (and its time of
+//! change marked, for those in line), never written. A directory or file that is not the caller's own, or that others may
 //! write, is refused, as ssh refuses loose permissions. Files are 0600 in a
 //! 0700 directory. A file that does not parse is reported once and started
 //! afresh.
@@ -112,6 +112,7 @@ impl LocalStore {
         let lock_path = dir.path().join(&lock_name).display().to_string();
         let watch = Watch {
             dir: &dir,
+            lock_name: &lock_name,
             state_name: &state_name,
             lock_path: &lock_path,
         };
@@ -125,7 +126,10 @@ impl LocalStore {
         }
         let file = open_lock(&dir, &lock_name).with_context(|| lock_path.clone())?;
         match file.try_lock() {
-            Ok(()) => return apply(&dir, group, work),
+            Ok(()) => {
+                line::taken(&file);
+                return apply(&dir, group, work);
+            }
             Err(TryLockError::Error(e)) => {
                 return Err(e).with_context(|| format!("cannot lock {lock_path}"));
             }
@@ -150,6 +154,7 @@ impl LocalStore {
                 let file = open_lock(&dir, &lock_name).with_context(|| lock_path.clone())?;
                 file.lock()
                     .with_context(|| format!("cannot lock {lock_path}"))?;
+                line::taken(&file);
                 apply(&dir, group, work)
             }
         }

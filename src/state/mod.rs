@@ -84,8 +84,10 @@ pub trait Store {
     fn take_warning(&mut self) -> Option<String> {
         None
     }
-    /// While the store cannot be used: how many invocations of the group
-    /// wait for it on this host, as far as the store can tell (at least 1).
+    /// While the store cannot be used: how many runs share the group's
+    /// pace, as far as the store can tell (at least 1). The local store
+    /// counts those in line for the group's lock; Redis, the slots booked
+    /// ahead of the last one it granted.
     fn waiting(&mut self, _group: &str) -> u32 {
         1
     }

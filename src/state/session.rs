@@ -7,13 +7,15 @@
 //! fails is reported once and the run goes on without it (fail open),
 //! unless `--state-required` asked for exit 125 instead. It is tried again
 //! before later waits, at growing intervals, and meanwhile the run paces
-//! its own retries at the group's rate, shared among the invocations the
-//! store sees waiting for it.
+//! its own retries at the group's rate, shared among the runs the store
+//! last showed sharing it, from its own place in the group's turns.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
+use rand::TryRng;
+use rand::rngs::SysRng;
 
 use super::rules::{
     Admit, Breaker, Budget, GroupState, Micros, Op, Pace, Plan, Reply, TRIAL_LEASE,
@@ -102,6 +104,8 @@ pub struct Session {
     admitted: bool,
     /// This run's own pace schedule, kept while the store fails.
     local: GroupState,
+    /// When the last slot the store granted this run was.
+    last_slot: Option<Instant>,
     epoch: Instant,
 }
 
@@ -158,6 +162,7 @@ impl Session {
             trial: false,
             admitted: false,
             local: GroupState::default(),
+            last_slot: None,
             epoch: Instant::now(),
         }
     }
@@ -379,7 +384,12 @@ impl Session {
         };
         let limit = call_limit(deadline)?;
         Ok(match self.call(op, log, signals, limit, false).await? {
-            Some(Reply::Plan(plan)) => next(plan, budget),
+            Some(Reply::Plan(plan)) => {
+                if let Plan::Go { wait, .. } = plan {
+                    self.last_slot = Some(Instant::now() + duration(wait));
+                }
+                next(plan, budget)
+            }
             Some(_) => own,
             None => match pace {
                 Some(p) => next(self.pace_alone(p, delay, deadline_in), None),
@@ -389,8 +399,13 @@ impl Session {
     }
 
     /// While the store fails: this run's own retries paced at the group's
-    /// rate, shared among the invocations the store sees waiting for it
-    /// (each of them paces itself the same way).
+    /// rate, shared among the runs the store last showed sharing it (each
+    /// of them paces itself the same way). The first comes no earlier than
+    /// one share after the last slot the store granted this run, and a
+    /// random part of another share later: the runs that fail together do
+    /// not retry together, and when the store is back, those still pacing
+    /// alone overlap less with those it already serves (whose schedule,
+    /// the store's, knows nothing of theirs).
     fn pace_alone(&mut self, p: Pace, delay: Duration, deadline_in: Option<Micros>) -> Plan {
         let sharing = match (self.store.as_mut(), self.features.as_ref()) {
             (Some(store), Some(f)) => store.waiting(&f.group).max(1),
@@ -400,6 +415,11 @@ impl Session {
             interval: p.interval.saturating_mul(u64::from(sharing)),
             burst: p.burst.div_ceil(sharing).max(1),
         };
+        if let Some(slot) = self.last_slot.take() {
+            let last = micros(slot.saturating_duration_since(self.epoch));
+            let turn = first_turn(last, mine.interval, SysRng.try_next_u64().unwrap_or(0));
+            self.local.tat = self.local.tat.max(turn);
+        }
         let now = micros(self.epoch.elapsed());
         self.local
             .plan(now, micros(delay), deadline_in, None, Some(mine))
@@ -433,6 +453,15 @@ impl Session {
         };
         self.call(op, log, signals, limit, true).await.map(|_| ())
     }
+}
+
+/// The earliest slot of a run that paces alone, whose last slot from the
+/// store was at `last` and whose share of the rate is one slot every
+/// `share`: its next turn, and a part of another share (from `random`)
+/// later.
+fn first_turn(last: Micros, share: Micros, random: u64) -> Micros {
+    last.saturating_add(share)
+        .saturating_add(random % share.max(1))
 }
 
 /// A plan in the loop's terms.
@@ -518,6 +547,18 @@ mod tests {
         );
         let e = anyhow::anyhow!("refused\nby peer").context("cannot connect");
         assert_eq!(one_line(&e), "cannot connect: refused by peer");
+    }
+
+    #[test]
+    fn a_run_pacing_alone_comes_back_within_its_next_two_turns() {
+        let (last, share) = (10_000_000, 4_000_000);
+        for random in [0, 1, 3_999_999, 4_000_000, u64::MAX] {
+            let turn = first_turn(last, share, random);
+            assert!((last + share..last + 2 * share).contains(&turn), "{turn}");
+        }
+        assert_eq!(first_turn(last, share, 1_000_000), last + share + 1_000_000);
+        assert_eq!(first_turn(u64::MAX, share, 7), u64::MAX);
+        assert_eq!(first_turn(0, 0, 7), 0);
     }
 
     #[test]

@@ -8,9 +8,16 @@
 //! joined, so one still blocked cannot keep retry alive after it decided to
 //! exit.
 //!
-//! While it waits, the caller watches the lock through `/proc/locks` (who
-//! holds it, who waits for it) and the state file (whether it changes),
-//! never by writing anything: a holder that is stopped, or that keeps the
+//! While it waits, the caller watches the lock without writing anything, at
+//! a cost that does not grow with the line: every holder marks the lock
+//! file's modification time when it takes the lock ([`taken`]), so a look
+//! at the lock file and the state file (two `fstatat`, every [`POLL`], or
+//! every [`POLL_MOVING`] after a look that saw a move) shows that the lock
+//! moves. Only when neither has changed for [`LOOK_AFTER`] does the caller
+//! read `/proc/locks` (one line per process in line: a look there costs as
+//! much as the line is long) to learn who holds the lock, and then at most
+//! every [`LOOK_AGAIN`] while nothing moves; meanwhile it watches that
+//! holder's `/proc/PID/stat`. A holder that is stopped, or that keeps the
 //! lock while nothing changes, is stalled, and the call gives up.
 
 use std::fs::File;
@@ -31,8 +38,19 @@ pub const LOCK_STALL: Duration = Duration::from_secs(3);
 pub const STOPPED_STALL: Duration = Duration::from_millis(250);
 /// The longest wait for the lock, however busy it is.
 pub const LOCK_CAP: Duration = Duration::from_secs(30);
-/// How often a waiter looks at the lock.
+/// How often a waiter looks at the lock (the two cheap looks) while it
+/// does not seem to move...
 const POLL: Duration = Duration::from_millis(50);
+/// ...and after a look that saw it move: in a long line, the lock moves all
+/// the time, and every wake-up costs the waiter CPU time.
+const POLL_MOVING: Duration = Duration::from_millis(200);
+/// How long the lock may seem not to move before a waiter asks
+/// `/proc/locks` who holds it.
+const LOOK_AFTER: Duration = Duration::from_millis(100);
+/// While the lock still seems not to move, how often `/proc/locks` is read
+/// again (a holder that does not mark the lock, from an earlier version of
+/// retry or another program, shows its moves only there).
+const LOOK_AGAIN: Duration = Duration::from_millis(500);
 
 /// A lock file, as `/proc/locks` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -162,6 +180,9 @@ impl Line {
             .name("state-lock".into())
             .spawn(move || {
                 let locked = file.lock();
+                if locked.is_ok() {
+                    taken(&file);
+                }
                 let job = {
                     let mut s = theirs.lock().unwrap_or_else(PoisonError::into_inner);
                     s.closed = true;
@@ -202,9 +223,14 @@ impl Line {
         }
         let _withdraw = Withdraw(self);
         let start = tokio::time::Instant::now();
-        let mut last = watch.look(self.id);
+        let me = std::process::id() as i32;
+        let mut mark = watch.mark();
         let mut moved = start;
+        // The holder as `/proc/locks` last showed it, and when it was read.
+        let mut holder: Option<i32> = None;
+        let mut looked: Option<tokio::time::Instant> = None;
         let mut stopped_since = None;
+        let mut poll = POLL;
         loop {
             tokio::select! {
                 r = &mut rx => {
@@ -213,16 +239,29 @@ impl Line {
                         Err(_) => Err(anyhow!("the thread waiting for {} ended", watch.lock_path)),
                     });
                 }
-                () = tokio::time::sleep(POLL) => {}
+                () = tokio::time::sleep(poll) => {}
             }
             let now = tokio::time::Instant::now();
-            let seen = watch.look(self.id);
-            if seen != last {
-                last = seen;
+            let m = watch.mark();
+            poll = POLL;
+            if m != mark {
+                // The lock moved: whoever held it before does not matter.
+                mark = m;
                 moved = now;
+                holder = None;
+                looked = None;
+                stopped_since = None;
+                poll = POLL_MOVING;
+            } else if now - moved >= LOOK_AFTER && looked.is_none_or(|t| now - t >= LOOK_AGAIN) {
+                let seen = seen(self.id).holder;
+                if holder.is_some() && seen != holder {
+                    moved = now;
+                    stopped_since = None;
+                }
+                holder = seen;
+                looked = Some(now);
             }
-            let holder = last.0.holder;
-            if let Some(pid) = holder.filter(|p| *p != std::process::id() as i32) {
+            if let Some(pid) = holder.filter(|p| *p != me) {
                 if stopped(pid) {
                     let since = *stopped_since.get_or_insert(now);
                     if now - since >= STOPPED_STALL {
@@ -279,31 +318,45 @@ impl std::fmt::Display for Stalled {
 
 impl std::error::Error for Stalled {}
 
-/// What a waiter watches besides the lock: the group's state file, which
+/// Where a waiter looks to see the lock move: the lock file, whose
+/// modification time each holder marks, and the group's state file, which
 /// changes whenever a holder changes the state.
 #[derive(Clone, Copy)]
 pub struct Watch<'a> {
     pub dir: &'a Dir,
+    pub lock_name: &'a std::ffi::OsStr,
     pub state_name: &'a std::ffi::OsStr,
     pub lock_path: &'a str,
 }
 
-/// The lock's holder and the state file's identity and time of change.
-type Look = (Seen, Option<(u64, i64, i64)>);
+/// A file's identity and times of change, as far as they show a move.
+type FileMark = Option<(u64, i64, i64, i64, i64)>;
 
 impl Watch<'_> {
-    fn look(&self, id: LockId) -> Look {
-        let file = self
-            .dir
-            .stat_at(self.state_name)
-            .ok()
-            .flatten()
-            .map(|s| (s.st_ino, s.st_mtime, s.st_mtime_nsec));
-        let mut seen = seen(id);
-        // Others joining or leaving the line is no progress.
-        seen.waiting = 0;
-        (seen, file)
+    /// The cheap look: two `fstatat`, whatever the length of the line.
+    fn mark(&self) -> (FileMark, FileMark) {
+        let of = |name| {
+            self.dir.stat_at(name).ok().flatten().map(|s| {
+                (
+                    s.st_ino,
+                    s.st_mtime,
+                    s.st_mtime_nsec,
+                    s.st_ctime,
+                    s.st_ctime_nsec,
+                )
+            })
+        };
+        (of(self.lock_name), of(self.state_name))
     }
+}
+
+/// Marks the lock `file` as just taken (its modification time, now), for
+/// those in line to see the lock move without reading `/proc/locks`. The
+/// file's content is never written; a failure (a read-only file system)
+/// only costs those in line a look at `/proc/locks`.
+pub fn taken(file: &File) {
+    use nix::sys::time::TimeSpec;
+    let _ = nix::sys::stat::futimens(file, &TimeSpec::UTIME_OMIT, &TimeSpec::UTIME_NOW);
 }
 
 /// Gives up at once when the holder found stalled before still holds the lock.

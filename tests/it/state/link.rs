@@ -1,14 +1,16 @@
 //! The link to a Redis store: credentials in every form never shown nor
 //! handed on, malformed URLs refused, a dropped connection made again, a
-//! server that does not answer (or does not speak TLS) told as such, and a
-//! slow one leaving the command its run.
+//! server that does not answer (or does not speak TLS) told as such, a
+//! slow one leaving the command its run, and a name looked up again when
+//! its server is demoted.
 
 use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::thread;
 use std::time::Duration;
 
 use super::{Redis, show_at};
-use crate::util::{Outcome, bin, path_str, retry, retry_sh, scratch};
+use crate::util::{Outcome, bin, free_port, path_str, retry, retry_sh, scratch, wait_for_file};
 
 #[test]
 fn unix_socket_passwords_are_never_printed_nor_handed_on() {
@@ -327,4 +329,153 @@ fn a_server_that_never_answers_or_does_not_speak_tls_is_told_as_such() {
         out.stderr_text()
     );
     assert!(!out.stderr_text().contains(":pw@"), "{}", out.stderr_text());
+}
+
+/// `retry ARGS` started in a private mount namespace where /etc/hosts is
+/// `hosts` (a file the test may rewrite: the namespace sees it change) and
+/// names not in it fail at once; its stderr goes to `log`. None, a counted
+/// skip, where such a namespace cannot be made.
+fn spawn_with_hosts(hosts: &Path, log: &Path, args: &[&str]) -> Option<std::process::Child> {
+    let resolv = hosts.with_file_name("resolv.conf");
+    std::fs::write(
+        &resolv,
+        "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n",
+    )
+    .expect("resolv.conf");
+    let script = r#"mount --bind "$1" /etc/hosts && mount --bind "$2" /etc/resolv.conf || exit 97
+shift 2
+exec "$@""#;
+    let probe = std::process::Command::new("unshare")
+        .args(["--mount", "--", "sh", "-c", script, "sh"])
+        .args([hosts, &resolv])
+        .arg("true")
+        .output()
+        .expect("unshare (util-linux)");
+    let made = probe.status.success();
+    let why = String::from_utf8_lossy(&probe.stderr);
+    if !crate::need::met(made, &format!("a private mount namespace: {}", why.trim())) {
+        return None;
+    }
+    let child = std::process::Command::new("unshare")
+        .args(["--mount", "--", "sh", "-c", script, "sh"])
+        .args([hosts, &resolv])
+        .arg(bin())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(log).expect("log"))
+        .spawn()
+        .expect("unshare");
+    Some(child)
+}
+
+#[test]
+fn a_single_address_is_resolved_again_when_its_server_is_demoted() {
+    // A managed service fails over by demoting the old primary and moving
+    // its name to the new one: a READONLY answer makes the run connect
+    // again, looking the name up again. Here the name first leaves (the
+    // lookup fails: the store fails open), then comes back with the server
+    // promoted again (the store is in use again).
+    use super::topology::{REDIS, cli, settle};
+    let redis = Redis::tcp_with_password("pw");
+    let port: u16 = redis
+        .url
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.trim_end_matches("/0").parse().ok())
+        .expect("port");
+    let t = scratch();
+    let hosts = t.path().join("hosts");
+    let with_name = "127.0.0.1 localhost\n127.0.0.1 primary.redis.test\n";
+    std::fs::write(&hosts, with_name).expect("hosts");
+    let (done, started, log) = (
+        t.path().join("done"),
+        t.path().join("started"),
+        t.path().join("log"),
+    );
+    let url = format!("redis://:pw@primary.redis.test:{port}/0");
+    let script = format!(
+        "[ -e '{}' ] && exit 0; touch '{}'; exit 1",
+        path_str(&done),
+        path_str(&started)
+    );
+    let Some(mut child) = spawn_with_hosts(
+        &hosts,
+        &log,
+        &[
+            "--group",
+            "moved",
+            "--state",
+            &url,
+            "--budget",
+            "100000",
+            "--pace",
+            "20/s",
+            "--max",
+            "100000",
+            "--base",
+            "1ms",
+            "--cap",
+            "1ms",
+            "--max-time",
+            "60s",
+            "--log-format",
+            "json",
+            "-v",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ],
+    ) else {
+        return;
+    };
+    wait_for_file(&started, Duration::from_secs(20));
+    let ask = |words: &[&str]| cli(REDIS, port, Some("pw"), words);
+    let clients = || {
+        ask(&["INFO", "clients"])
+            .lines()
+            .find_map(|l| l.strip_prefix("connected_clients:"))
+            .and_then(|n| n.trim().parse::<u32>().ok())
+            .unwrap_or(0)
+    };
+    settle("the run's connection", Duration::from_secs(10), || {
+        clients() >= 2
+    });
+    // The name leaves and the server is demoted: the run's connection is
+    // dropped after its first READONLY, and not made again.
+    std::fs::write(&hosts, "127.0.0.1 localhost\n").expect("hosts");
+    assert!(ask(&["REPLICAOF", "127.0.0.1", &free_port().to_string()]).starts_with("OK"));
+    settle(
+        "the demoted server left alone",
+        Duration::from_secs(10),
+        || clients() == 1,
+    );
+    // The name comes back, to a primary: the run finds it again.
+    std::fs::write(&hosts, with_name).expect("hosts");
+    assert!(ask(&["REPLICAOF", "NO", "ONE"]).starts_with("OK"));
+    settle(
+        "the run back on the server",
+        Duration::from_secs(20),
+        || clients() >= 2,
+    );
+    std::fs::write(&done, b"").expect("done");
+    let status = crate::util::exit_within(&mut child, Duration::from_secs(20));
+    let text = std::fs::read_to_string(&log).expect("log");
+    assert_eq!(status.code(), Some(0), "{text}");
+    let log: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
+        .collect();
+    let warnings = super::topology::messages(&log, "warning");
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("redis://:***@primary.redis.test:"),
+        "{warnings:?}"
+    );
+    let notes = super::topology::messages(&log, "note");
+    assert!(
+        notes.iter().any(|n| n.ends_with("in use again")),
+        "{notes:?}"
+    );
 }

@@ -11,12 +11,17 @@ use std::time::{Duration, Instant};
 
 use crate::util::{command, free_port, path_str, retry, scratch, wait_for_port};
 
+mod cluster;
 mod failing;
 mod hostile;
 mod link;
 mod rules;
 mod same;
+mod sentinel;
 mod show;
+mod tls;
+mod topology;
+mod valkey;
 
 /// A redis-server of the test's own; stopped when dropped.
 struct Redis {
@@ -42,6 +47,25 @@ impl Redis {
             child: unix_server(dir.path(), &sock, &extra),
             url: format!("unix://{}", path_str(&sock)),
             sock: Some((sock, extra)),
+            _dir: dir,
+        };
+        redis.wait_unix();
+        redis
+    }
+
+    /// A Valkey server on a unix socket in a private directory.
+    fn valkey() -> Redis {
+        let dir = scratch();
+        let sock = dir.path().join("valkey.sock");
+        let s = path_str(&sock);
+        let mut redis = Redis {
+            child: server_of(
+                "valkey-server",
+                dir.path(),
+                &["--port", "0", "--unixsocket", &s],
+            ),
+            url: format!("unix://{s}"),
+            sock: Some((sock, Vec::new())),
             _dir: dir,
         };
         redis.wait_unix();
@@ -187,15 +211,22 @@ impl Conn {
 }
 
 fn server(dir: &Path, args: &[&str]) -> Child {
-    // scripts/test.sh installs redis-server; its absence is a failure, never a skip.
-    Command::new("redis-server")
+    server_of("redis-server", dir, args)
+}
+
+/// `program` (redis-server, or valkey-server) with `args`, persistence off.
+fn server_of(program: &str, dir: &Path, args: &[&str]) -> Child {
+    // scripts/test.sh installs the servers; their absence is a failure, never a skip.
+    Command::new(program)
         .args(args)
         .args(["--save", "", "--appendonly", "no", "--dir"])
         .arg(dir)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("redis-server must be installed (scripts/test.sh installs it)")
+        .unwrap_or_else(|e| {
+            panic!("{program} must be installed (scripts/test.sh installs it): {e}")
+        })
 }
 
 /// One command to the server on `sock`; its reply as text.
@@ -230,10 +261,12 @@ fn unix_server(dir: &Path, sock: &Path, extra: &[String]) -> Child {
     server(dir, &args)
 }
 
-/// The two stores under test: a fresh directory, or a fresh Redis server.
+/// The stores under test: a fresh directory, a fresh Redis server, or the
+/// URL of servers the test holds (a Sentinel or Cluster deployment).
 enum Store {
     Dir(tempfile::TempDir),
     Redis(Redis),
+    Url(String),
 }
 
 impl Store {
@@ -247,6 +280,7 @@ impl Store {
         match self {
             Store::Dir(d) => path_str(&d.path().join("state")),
             Store::Redis(r) => r.url.clone(),
+            Store::Url(u) => u.clone(),
         }
     }
 }

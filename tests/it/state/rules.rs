@@ -9,7 +9,7 @@ use crate::util::{path_str, retry, retry_sh, scratch};
 
 // ---- budget: no lost update with 200 concurrent invocations ----
 
-fn budget_is_exact_under_concurrency(store: Store) {
+pub(super) fn budget_is_exact_under_concurrency(store: Store) {
     let dir = scratch();
     let s = store.arg();
     let args = strings(&[
@@ -76,7 +76,7 @@ fn a_success_gives_back_ratio_and_first_attempts_are_never_refused() {
 
 // ---- pace ----
 
-fn pace_spaces_retries(store: Store) {
+pub(super) fn pace_spaces_retries(store: Store) {
     let dir = scratch();
     let s = store.arg();
     let n = 20;
@@ -189,7 +189,7 @@ fn a_pace_slot_past_max_time_is_not_taken() {
 
 // ---- breaker ----
 
-fn breaker_cycle(store: Store) {
+pub(super) fn breaker_cycle(store: Store) {
     let dir = scratch();
     let s = store.arg();
     let ran = dir.path().join("ran");

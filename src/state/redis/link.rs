@@ -1,0 +1,500 @@
+//! The connection to a Redis store's servers, whatever their topology, and
+//! how a call follows a failover.
+//!
+//! - One server: one connection, made again when the server dropped it or
+//!   answers `READONLY` (a managed service moved its name to a new primary
+//!   and demoted the old one) or `LOADING`. Each new connection resolves
+//!   the server's name again, so a name moved to another address is
+//!   followed.
+//! - Sentinel: the sentinels are asked for the master when connecting
+//!   (`SENTINEL GET-MASTER-ADDR-BY-NAME`, one after the other, the one that
+//!   answered last first, as go-redis does), the server they name is checked
+//!   to be a master (`ROLE`) on the connection the calls then use, and this
+//!   is done again after a connection error, `READONLY`, `LOADING` or
+//!   `MASTERDOWN`: the call is tried on the master they name, a few times
+//!   over a fraction of a second. The redis crate's own Sentinel client does
+//!   not follow a failover, and connects to sentinels and masters with
+//!   timeouts of its own (one second, half a second for an answer) that a
+//!   TLS handshake on a loaded host overruns. A failover the old master does not notice (it stays a master
+//!   until the sentinels demote it, seconds later) is announced by the
+//!   sentinels as `+switch-master`, with the new master's address: a task
+//!   listens for it on one sentinel, as go-redis does, and the next call
+//!   goes to that address (sentinels that have not heard of the failover
+//!   yet would still name the old master).
+//! - Cluster: the redis crate's cluster connection routes the script by its
+//!   one key (`retry:{GROUP}:state`, the group as its hash tag), follows
+//!   `MOVED` and `ASK`, and finds a promoted replica; its retries are kept
+//!   short.
+//!
+//! A call that got no answer in time is never repeated: the server may have
+//! carried it out. Whatever the topology, the session bounds every call.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use anyhow::{Context as _, anyhow, bail};
+use futures_util::StreamExt;
+use redis::aio::MultiplexedConnection;
+use redis::cluster::{ClusterClient, ClusterClientBuilder};
+use redis::cluster_async::ClusterConnection;
+use redis::{
+    AsyncConnectionConfig, ConnectionAddr, ConnectionInfo, ErrorKind, IntoConnectionInfo,
+    RedisConnectionInfo, RedisError, Role,
+};
+
+use super::address::{Address, Node};
+use super::words::{connect_failure, redis_words};
+
+/// Connecting, including TLS and AUTH.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// One script call: it takes microseconds on the server, but a busy host may
+/// be slow to schedule the server or this process.
+pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
+/// Between two askings of the sentinels within one call: long enough for
+/// them to have moved on after a failover they were finishing.
+const ASK_AGAIN: Duration = Duration::from_millis(200);
+/// Tries of one call under Sentinel: the master named, then twice more.
+const SENTINEL_TRIES: usize = 3;
+
+pub struct Link {
+    kind: Kind,
+}
+
+enum Kind {
+    Single {
+        client: redis::Client,
+        conn: Option<MultiplexedConnection>,
+    },
+    Sentinel {
+        /// The sentinels, with their own credentials.
+        sentinels: Vec<ConnectionInfo>,
+        /// The one that answered last, asked first.
+        first: usize,
+        /// The name they know the master by.
+        master: String,
+        conn: Option<MultiplexedConnection>,
+        news: Arc<News>,
+        /// How to connect to the master they name.
+        tls: bool,
+        redis: RedisConnectionInfo,
+    },
+    Cluster {
+        client: Box<ClusterClient>,
+        conn: Option<ClusterConnection>,
+    },
+}
+
+fn config() -> AsyncConnectionConfig {
+    AsyncConnectionConfig::new()
+        .set_connection_timeout(Some(CONNECT_TIMEOUT))
+        .set_response_timeout(Some(COMMAND_TIMEOUT))
+}
+
+fn tcp(node: &Node, tls: bool) -> ConnectionAddr {
+    if tls {
+        ConnectionAddr::TcpTls {
+            host: node.host.clone(),
+            port: node.port,
+            insecure: false,
+            tls_params: None,
+        }
+    } else {
+        ConnectionAddr::Tcp(node.host.clone(), node.port)
+    }
+}
+
+fn invalid(e: RedisError) -> anyhow::Error {
+    anyhow!("invalid Redis URL: {}", redis_words(&e))
+}
+
+impl Link {
+    /// The link to the servers at `address`; `password`, from a file,
+    /// replaces the URL's.
+    pub fn new(address: Address, password: Option<String>) -> anyhow::Result<Link> {
+        let kind = match address {
+            Address::Single(url) => {
+                let mut info = url.as_str().into_connection_info().map_err(invalid)?;
+                if let Some(p) = password {
+                    let settings = info.redis_settings().clone().set_password(p);
+                    info = info.set_redis_settings(settings);
+                }
+                Kind::Single {
+                    client: redis::Client::open(info).map_err(invalid)?,
+                    conn: None,
+                }
+            }
+            Address::Sentinel(s) => {
+                let mut redis = RedisConnectionInfo::default().set_db(s.db);
+                if let Some(u) = &s.auth.user {
+                    redis = redis.set_username(u);
+                }
+                if let Some(p) = password.or(s.auth.password) {
+                    redis = redis.set_password(p);
+                }
+                let mut theirs = RedisConnectionInfo::default();
+                if let Some(u) = &s.sentinel_auth.user {
+                    theirs = theirs.set_username(u);
+                }
+                if let Some(p) = &s.sentinel_auth.password {
+                    theirs = theirs.set_password(p);
+                }
+                let sentinels = s
+                    .sentinels
+                    .iter()
+                    .map(|n| {
+                        tcp(n, s.tls)
+                            .into_connection_info()
+                            .map(|i| i.set_redis_settings(theirs.clone()))
+                    })
+                    .collect::<Result<_, _>>()
+                    .map_err(invalid)?;
+                Kind::Sentinel {
+                    sentinels,
+                    first: 0,
+                    master: s.master,
+                    conn: None,
+                    news: Arc::new(News::default()),
+                    tls: s.tls,
+                    redis,
+                }
+            }
+            Address::Cluster(c) => {
+                let mut redis = RedisConnectionInfo::default();
+                if let Some(u) = &c.auth.user {
+                    redis = redis.set_username(u);
+                }
+                if let Some(p) = password.or(c.auth.password) {
+                    redis = redis.set_password(p);
+                }
+                let seeds: Vec<ConnectionInfo> = c
+                    .seeds
+                    .iter()
+                    .map(|n| {
+                        tcp(n, c.tls)
+                            .into_connection_info()
+                            .map(|i| i.set_redis_settings(redis.clone()))
+                    })
+                    .collect::<Result<_, _>>()
+                    .map_err(invalid)?;
+                let client = ClusterClientBuilder::new(seeds)
+                    .connection_timeout(CONNECT_TIMEOUT)
+                    .response_timeout(COMMAND_TIMEOUT)
+                    .overall_response_timeout(Some(COMMAND_TIMEOUT))
+                    // A failover's CLUSTERDOWN or TRYAGAIN is waited out a
+                    // few times, 50 ms to 400 ms apart; longer is the
+                    // session's to decide (it fails open).
+                    .retries(3)
+                    .min_retry_wait(50)
+                    .max_retry_wait(400)
+                    .retry_wait_formula(100, 2)
+                    .build()
+                    .map_err(invalid)?;
+                Kind::Cluster {
+                    client: Box::new(client),
+                    conn: None,
+                }
+            }
+        };
+        Ok(Link { kind })
+    }
+
+    /// How many times a call may be tried.
+    fn tries(&self) -> usize {
+        match self.kind {
+            Kind::Sentinel { .. } => SENTINEL_TRIES,
+            Kind::Single { .. } | Kind::Cluster { .. } => 2,
+        }
+    }
+
+    /// Drops the connection: the next call makes a new one (and, under
+    /// Sentinel, asks the sentinels again).
+    fn forget(&mut self) {
+        match &mut self.kind {
+            Kind::Single { conn, .. } | Kind::Sentinel { conn, .. } => *conn = None,
+            Kind::Cluster { conn, .. } => *conn = None,
+        }
+    }
+
+    /// Connects unless connected.
+    async fn connect(&mut self) -> anyhow::Result<()> {
+        match &mut self.kind {
+            Kind::Single { client, conn } => {
+                if conn.is_none() {
+                    match client
+                        .get_multiplexed_async_connection_with_config(&config())
+                        .await
+                    {
+                        Ok(c) => *conn = Some(c),
+                        Err(e) => {
+                            let addr = client.get_connection_info().addr();
+                            return Err(connect_failure(&e, addr, CONNECT_TIMEOUT).await);
+                        }
+                    }
+                }
+            }
+            Kind::Sentinel {
+                sentinels,
+                first,
+                master,
+                conn,
+                news,
+                tls,
+                redis,
+            } => {
+                if !news.listening.swap(true, Ordering::Relaxed) {
+                    listen(sentinels.clone(), master.clone(), Arc::clone(news));
+                }
+                // A new master announced since the last call: go there.
+                if let Some(node) = news.take() {
+                    *conn = match master_at(&node, *tls, redis).await {
+                        Ok((c, Role::Primary { .. })) => Some(c),
+                        _ => None,
+                    };
+                }
+                if conn.is_none() {
+                    *conn = Some(find_master(sentinels, first, master, *tls, redis).await?);
+                }
+            }
+            Kind::Cluster { client, conn } => {
+                if conn.is_none() {
+                    let c = client.get_async_connection().await.map_err(|e| {
+                        if e.is_timeout() {
+                            anyhow!(
+                                "cannot connect to the cluster: no answer within {}s",
+                                CONNECT_TIMEOUT.as_secs()
+                            )
+                        } else {
+                            anyhow!("cannot connect to the cluster: {}", redis_words(&e))
+                        }
+                    })?;
+                    *conn = Some(c);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One script call on the current connection.
+    async fn run(&mut self, call: &redis::ScriptInvocation<'_>) -> Result<Vec<i64>, RedisError> {
+        match &mut self.kind {
+            Kind::Single { conn: Some(c), .. } | Kind::Sentinel { conn: Some(c), .. } => {
+                call.invoke_async(c).await
+            }
+            Kind::Cluster { conn: Some(c), .. } => call.invoke_async(c).await,
+            _ => Err(RedisError::from((ErrorKind::Io, "not connected"))),
+        }
+    }
+
+    /// One script call, tried again where the answer says the data has
+    /// moved (a failover) or the connection had been dropped before the
+    /// call reached the server.
+    pub async fn invoke(&mut self, call: &redis::ScriptInvocation<'_>) -> anyhow::Result<Vec<i64>> {
+        let tries = self.tries();
+        let sentinel = matches!(self.kind, Kind::Sentinel { .. });
+        let mut n = 0;
+        loop {
+            n += 1;
+            let last = n >= tries;
+            if let Err(e) = self.connect().await {
+                // Under Sentinel, connecting is where a failover shows: the
+                // old master refuses, or the sentinels name none yet.
+                if sentinel && !last {
+                    tokio::time::sleep(ASK_AGAIN).await;
+                    continue;
+                }
+                return Err(e);
+            }
+            let e = match self.run(call).await {
+                Ok(v) => return Ok(v),
+                Err(e) => e,
+            };
+            let moved = moved(&e);
+            let dropped =
+                (e.is_connection_dropped() || e.is_connection_refusal()) && !e.is_timeout();
+            if e.is_io_error() || moved || dropped {
+                self.forget();
+            }
+            if e.is_timeout() {
+                bail!(
+                    "connected, but no answer within {}s",
+                    COMMAND_TIMEOUT.as_secs()
+                );
+            }
+            if (moved || dropped) && !last {
+                if sentinel && n > 1 {
+                    tokio::time::sleep(ASK_AGAIN).await;
+                }
+                continue;
+            }
+            return Err(anyhow!("{}", redis_words(&e))).context("the state script failed");
+        }
+    }
+}
+
+/// A connection to the server at `node` with the master's settings, and
+/// the role that server says it has.
+async fn master_at(
+    node: &Node,
+    tls: bool,
+    redis: &RedisConnectionInfo,
+) -> anyhow::Result<(MultiplexedConnection, Role)> {
+    let info = tcp(node, tls)
+        .into_connection_info()
+        .map(|i| i.set_redis_settings(redis.clone()))
+        .map_err(|e| anyhow!("{}", redis_words(&e)))?;
+    let client = redis::Client::open(info).map_err(|e| anyhow!("{}", redis_words(&e)))?;
+    let mut conn = match client
+        .get_multiplexed_async_connection_with_config(&config())
+        .await
+    {
+        Ok(c) => c,
+        Err(e) => {
+            return Err(
+                connect_failure(&e, client.get_connection_info().addr(), CONNECT_TIMEOUT).await,
+            );
+        }
+    };
+    let role: Role = redis::cmd("ROLE")
+        .query_async(&mut conn)
+        .await
+        .map_err(|e| anyhow!("{}", redis_words(&e)))?;
+    Ok((conn, role))
+}
+
+/// Asks the sentinels in turn, from `first`, for the master they know as
+/// `name`, until one names a server that is a master: a connection to it.
+/// `first` becomes the sentinel that named it. Otherwise, what the last
+/// sentinel asked said (or why it could not be asked).
+async fn find_master(
+    sentinels: &[ConnectionInfo],
+    first: &mut usize,
+    name: &str,
+    tls: bool,
+    redis: &RedisConnectionInfo,
+) -> anyhow::Result<MultiplexedConnection> {
+    let mut why = anyhow!("no sentinel to ask");
+    for k in 0..sentinels.len() {
+        let i = (*first + k) % sentinels.len();
+        let info = &sentinels[i];
+        let named = async {
+            let client =
+                redis::Client::open(info.clone()).map_err(|e| anyhow!("{}", redis_words(&e)))?;
+            let mut conn = match client
+                .get_multiplexed_async_connection_with_config(&config())
+                .await
+            {
+                Ok(c) => c,
+                Err(e) => return Err(connect_failure(&e, info.addr(), CONNECT_TIMEOUT).await),
+            };
+            redis::cmd("SENTINEL")
+                .arg("GET-MASTER-ADDR-BY-NAME")
+                .arg(name)
+                .query_async::<Option<(String, u16)>>(&mut conn)
+                .await
+                .map_err(|e| anyhow!("{}", redis_words(&e)))
+        };
+        let at = sentinel_shown(info);
+        let node = match named.await {
+            Ok(Some((host, port))) => Node { host, port },
+            Ok(None) => {
+                why = anyhow!("the sentinel at {at} knows no master named {name:?}");
+                continue;
+            }
+            Err(e) => {
+                why = e.context(format!("asking the sentinel at {at} for master {name:?}"));
+                continue;
+            }
+        };
+        let shown = format!("{}:{}", node.host, node.port);
+        match master_at(&node, tls, redis).await {
+            Ok((conn, Role::Primary { .. })) => {
+                *first = i;
+                return Ok(conn);
+            }
+            Ok(_) => {
+                why = anyhow!(
+                    "the sentinels name {shown} as master {name:?}, and it is not a master (yet)"
+                );
+            }
+            Err(e) => why = e.context(format!("master {name:?} at {shown}")),
+        }
+    }
+    Err(why)
+}
+
+/// A sentinel's address, for messages.
+fn sentinel_shown(info: &ConnectionInfo) -> String {
+    match info.addr() {
+        ConnectionAddr::Tcp(host, port) | ConnectionAddr::TcpTls { host, port, .. } => {
+            format!("{host}:{port}")
+        }
+        other => format!("{other:?}"),
+    }
+}
+
+/// What the task listening to the sentinels has heard.
+#[derive(Default)]
+struct News {
+    /// The address of a new master, announced since the last call.
+    master: Mutex<Option<Node>>,
+    /// The task listens.
+    listening: AtomicBool,
+}
+
+impl News {
+    fn take(&self) -> Option<Node> {
+        self.master
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+    }
+}
+
+/// Listens on the first sentinel that takes the subscription for
+/// `+switch-master` announcements of `master`, and notes the new master's
+/// address in `news`. When that sentinel goes away, the next call starts
+/// another listener. The task ends with the runtime.
+fn listen(sentinels: Vec<ConnectionInfo>, master: String, news: Arc<News>) {
+    tokio::spawn(async move {
+        for info in sentinels {
+            let Ok(client) = redis::Client::open(info) else {
+                continue;
+            };
+            let subscribed = tokio::time::timeout(CONNECT_TIMEOUT, async {
+                let mut pubsub = client.get_async_pubsub().await?;
+                pubsub.subscribe("+switch-master").await?;
+                Ok::<_, RedisError>(pubsub)
+            })
+            .await;
+            let Ok(Ok(pubsub)) = subscribed else {
+                continue;
+            };
+            let mut messages = pubsub.into_on_message();
+            while let Some(m) = messages.next().await {
+                // "NAME OLD-IP OLD-PORT NEW-IP NEW-PORT"
+                let payload: String = m.get_payload().unwrap_or_default();
+                let words: Vec<&str> = payload.split(' ').collect();
+                if let [name, _, _, host, port] = words[..]
+                    && name == master
+                    && let Ok(port) = port.parse()
+                {
+                    let node = Node {
+                        host: host.to_string(),
+                        port,
+                    };
+                    *news.master.lock().unwrap_or_else(PoisonError::into_inner) = Some(node);
+                }
+            }
+            break;
+        }
+        news.listening.store(false, Ordering::Relaxed);
+    });
+}
+
+/// Whether the server said the data is not (or no longer) served there:
+/// a demoted master, one still loading its data, or one cut off from its
+/// replicas.
+fn moved(e: &RedisError) -> bool {
+    matches!(e.code(), Some("READONLY" | "LOADING" | "MASTERDOWN"))
+}

@@ -1,0 +1,192 @@
+//! The TLS forms: `rediss+sentinel://` speaks TLS to the sentinels and to
+//! the master they name, `rediss+cluster://` to every node; the servers'
+//! certificate is checked against the trusted ones (`SSL_CERT_FILE` here).
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::topology::{MASTER, Node, REDIS, cli_tls, settle};
+use crate::util::{free_port, path_str, retry_sh};
+
+/// A certificate for 127.0.0.1 good for a client as for a server
+/// (`node.pem`, with `server.key`): cluster nodes present it to each other.
+fn node_certificate(pki: &crate::pki::Pki) {
+    std::fs::write(
+        pki.dir.path().join("node.cnf"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth,clientAuth\n",
+    )
+    .expect("node.cnf");
+    pki.openssl(&[
+        "req",
+        "-new",
+        "-key",
+        "server.key",
+        "-out",
+        "node.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
+    pki.openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "node.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "node.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "node.cnf",
+    ]);
+}
+
+/// What every TLS-only server here gets: its certificate, no plain port.
+fn tls_args(pki: &Path, port: u16) -> Vec<String> {
+    let f = |n: &str| path_str(&pki.join(n));
+    [
+        "--port",
+        "0",
+        "--tls-port",
+        &port.to_string(),
+        "--bind",
+        "127.0.0.1",
+        "--tls-cert-file",
+        &f("node.pem"),
+        "--tls-key-file",
+        &f("server.key"),
+        "--tls-ca-cert-file",
+        &f("ca.pem"),
+        "--tls-auth-clients",
+        "no",
+        "--tls-replication",
+        "yes",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--logfile",
+        "log",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// Runs with `--state URL --budget --state-required`: trusted, the store
+/// is used; not trusted, the run is refused for the certificate.
+#[track_caller]
+fn trusted_only(url: &str, ca: &Path) {
+    let args = [
+        "--group",
+        "g",
+        "--state",
+        url,
+        "--budget",
+        "--state-required",
+    ];
+    let out = retry_sh(&args, "exit 0").env("SSL_CERT_FILE", ca).run();
+    out.expect_code(0);
+    let out = retry_sh(&args, "exit 0").run();
+    out.expect_code(125);
+    assert!(
+        out.stderr_text().contains("certificate"),
+        "{}",
+        out.stderr_text()
+    );
+}
+
+#[test]
+fn tls_forms_speak_tls_to_sentinels_masters_and_cluster_nodes() {
+    let pki = crate::pki::Pki::new();
+    node_certificate(&pki);
+    let d = pki.dir.path();
+    let ca = d.join("ca.pem");
+
+    // A TLS-only master and a TLS-only sentinel watching it.
+    let master_port = free_port();
+    let mdir = d.join("master");
+    std::fs::create_dir(&mdir).expect("dir");
+    let _master = Node::spawn(REDIS.server, &mdir, master_port, &tls_args(d, master_port));
+    let sentinel_port = free_port();
+    let sdir = d.join("sentinel");
+    std::fs::create_dir(&sdir).expect("dir");
+    let mut conf = String::new();
+    for pair in tls_args(d, sentinel_port).chunks(2) {
+        if let [k, v] = pair
+            && !matches!(k.as_str(), "--save" | "--appendonly")
+        {
+            conf.push_str(&format!("{} \"{v}\"\n", &k[2..]));
+        }
+    }
+    conf.push_str(&format!(
+        "dir {}\nsentinel monitor {MASTER} 127.0.0.1 {master_port} 1\n",
+        path_str(&sdir)
+    ));
+    let file = sdir.join("sentinel.conf");
+    std::fs::write(&file, conf).expect("sentinel.conf");
+    let _sentinel = Node::spawn(REDIS.sentinel, &sdir, sentinel_port, &[path_str(&file)]);
+    settle("the TLS sentinel", Duration::from_secs(20), || {
+        cli_tls(
+            REDIS,
+            sentinel_port,
+            &ca,
+            &["SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER],
+        )
+        .contains(&master_port.to_string())
+    });
+    trusted_only(
+        &format!("rediss+sentinel://127.0.0.1:{sentinel_port}/{MASTER}"),
+        &ca,
+    );
+
+    // Three TLS-only masters, TLS on the cluster bus too.
+    let nodes: Vec<Node> = (0..3)
+        .map(|i| {
+            let port = free_port();
+            let dir = d.join(format!("node{i}"));
+            std::fs::create_dir(&dir).expect("dir");
+            let mut args = tls_args(d, port);
+            args.extend(
+                [
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--tls-cluster",
+                    "yes",
+                    "--cluster-port",
+                    &free_port().to_string(),
+                ]
+                .map(String::from),
+            );
+            Node::spawn(REDIS.server, &dir, port, &args)
+        })
+        .collect();
+    for n in &nodes {
+        settle("a TLS cluster node", Duration::from_secs(10), || {
+            cli_tls(REDIS, n.port, &ca, &["PING"]).contains("PONG")
+        });
+    }
+    let mut create = vec!["--cluster".to_string(), "create".into()];
+    create.extend(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)));
+    create.extend(["--cluster-replicas", "0", "--cluster-yes"].map(String::from));
+    let words: Vec<&str> = create.iter().map(String::as_str).collect();
+    let out = cli_tls(REDIS, nodes[0].port, &ca, &words);
+    assert!(
+        out.contains("All 16384 slots covered"),
+        "cluster create: {out}"
+    );
+    settle("the TLS cluster", Duration::from_secs(20), || {
+        nodes
+            .iter()
+            .all(|n| cli_tls(REDIS, n.port, &ca, &["CLUSTER", "INFO"]).contains("cluster_state:ok"))
+    });
+    trusted_only(
+        &format!("rediss+cluster://127.0.0.1:{}", nodes[1].port),
+        &ca,
+    );
+}
