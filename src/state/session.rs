@@ -21,6 +21,7 @@ use super::rules::{
     Admit, Breaker, Budget, GroupState, Micros, Op, Pace, Plan, Reply, TRIAL_LEASE,
 };
 use super::{AnyStore, Store, StoreAt};
+use crate::bound::{Bounded, within};
 use crate::event::{Event, Sink};
 use crate::human::human;
 use crate::signals::Signals;
@@ -516,12 +517,12 @@ async fn bounded<T>(
     signals: &mut Signals,
     limit: Limit,
 ) -> Result<anyhow::Result<T>, Stop> {
-    tokio::select! {
-        // The call first: one that is done at once wins over a limit of zero.
-        biased;
-        r = call => Ok(r),
-        sig = signals.next_interrupt() => Err(Stop::Interrupted(sig)),
-        () = tokio::time::sleep(limit.time) => Ok(Err(anyhow::anyhow!(
+    // The call first (`within` is biased): one that is done at once wins
+    // over a limit of zero.
+    match within(call, Instant::now().checked_add(limit.time), signals).await {
+        Bounded::Done(r) => Ok(r),
+        Bounded::Interrupted(sig) => Err(Stop::Interrupted(sig)),
+        Bounded::TimedOut => Ok(Err(anyhow::anyhow!(
             "no answer within {}{}",
             human(limit.time),
             if limit.share {
