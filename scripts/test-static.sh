@@ -12,10 +12,12 @@
 #   with search domains (a dnsmasq on 127.0.0.1:53) and by IPv6 literal,
 #   https with --cacert, the system CA store at the Debian, RHEL and Alpine
 #   paths and SSL_CERT_FILE, --tcp, the local and the Redis state stores,
-#   --metrics-file and --hold-output;
+#   --metrics-file and --hold-output; and the checkout's glibc build
+#   resolving the same names alike (with "hosts: files dns");
 # - the aarch64 binary under qemu-user: --version, a command retried to its
 #   exit status, and --dry-run and --simulate output byte for byte the
-#   x86_64 binary's.
+#   x86_64 binary's;
+# - the checkout's own build asks for no GLIBC_ABI_DT_RELR.
 # Ends with "static tests: P passed, F failed, S skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -155,6 +157,42 @@ EOF
   within_10s test -e "$work/web.ready"
 }
 
+# The checkout's glibc build, on the host's root, with this mount
+# namespace's own /etc/hosts, /etc/resolv.conf and /etc/nsswitch.conf (the
+# root's, and "hosts: files dns"): the names the static binary resolved,
+# resolved alike. Sets rc, out and err as run does.
+run_glibc() {
+  env -i PATH=/usr/bin:/bin HOME=/tmp "$@" >"$work/out" 2>"$work/err"
+  rc=$?
+  out=$(cat "$work/out")
+  err=$(cat "$work/err")
+}
+glibc_resolves_alike() {
+  printf 'hosts: files dns\n' >"$work/nsswitch.conf"
+  if ! mount --bind "$root/etc/hosts" /etc/hosts ||
+    ! mount --bind "$root/etc/resolv.conf" /etc/resolv.conf ||
+    ! mount --bind "$work/nsswitch.conf" /etc/nsswitch.conf; then
+    bad "this mount namespace gets its own /etc/hosts, resolv.conf and nsswitch.conf"
+    return
+  fi
+  local url
+  for url in http://web.test:8080/ok http://web:8080/ok http://web.example.test:8080/ok; do
+    run_glibc "$glibc_build" --max 1 --http "$url"
+    check "glibc build: --http $url, as the static binary" test "$rc-$out" = "0-hello"
+  done
+  if [ "$ipv6" = 1 ]; then
+    run_glibc "$glibc_build" --max 1 --http http://web6:8080/ok
+    check "glibc build: --http to a name with an AAAA record only, as the static binary" \
+      test "$rc-$out" = "0-hello"
+  fi
+  run_glibc "$glibc_build" --max 1 --tcp web:8080
+  expect "glibc build: --tcp by DNS with the search domain, as the static binary" 0
+  run_glibc "$glibc_build" --max 1 --http http://nowhere.example.test:8080/ok
+  expect "glibc build: a name DNS does not know, exit 6 as the static binary" 6
+  run_glibc SSL_CERT_FILE="$work/pki/ca.pem" "$glibc_build" --max 1 --http https://web.test:8443/ok
+  check "glibc build: https trusting SSL_CERT_FILE, as the static binary" test "$rc-$out" = "0-hello"
+}
+
 listening() { [ -n "$(ss -Hln "$@" 2>/dev/null)" ]; }
 
 inside() {
@@ -276,6 +314,13 @@ inside() {
   run SSL_CERT_FILE=/pki/ca.pem retry --max 1 --http https://web.test:8443/ok
   check "https trusting SSL_CERT_FILE" test "$rc-$out" = "0-hello"
 
+  # -- the glibc build beside it, resolving the same names
+  if [ -n "${glibc_build:-}" ]; then
+    glibc_resolves_alike
+  else
+    skip "the glibc build's name resolution: no glibc build to compare with"
+  fi
+
   # -- shared state, metrics, held output
   mkdir -m700 "$root/tmp/home"
   local store_at
@@ -339,11 +384,12 @@ host=$(cargo build --locked --bin retry --message-format=json 2>/dev/null |
   sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
 if [ -z "$host" ]; then
   bad "cargo builds the checkout's own binary"
-elif readelf -dW "$host" | grep -q NEEDED; then
+elif readelf -dW "$host" | grep -q 'NEEDED.*libc\.so'; then
   check "the checkout's build asks for no GLIBC_ABI_DT_RELR (no glibc 2.36 floor)" \
     bash -c "readelf -V --wide '$host' | grep -q 'GLIBC_2' && ! readelf -V --wide '$host' | grep -q GLIBC_ABI_DT_RELR"
 else
-  skip "the checkout's build is not dynamically linked here: no glibc floor to check"
+  skip "the checkout's build is not linked to glibc here: no glibc floor to check"
+  host=""
 fi
 
 if [ "$(id -u)" != 0 ]; then
@@ -362,7 +408,7 @@ else
     bad "tools for the root without a C library are installed (missing:$missing; scripts/test.sh installs them)"
   else
     mkdir -m700 "$work/ns"
-    unshare --net --mount --pid --fork --mount-proc --propagation private \
+    glibc_build=$host unshare --net --mount --pid --fork --mount-proc --propagation private \
       bash "$0" --in-namespaces "$work/ns"
     if read -r p f s <"$work/ns/counts"; then
       passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
