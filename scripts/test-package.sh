@@ -1,26 +1,26 @@
 #!/usr/bin/env bash
 # The package tests, run by scripts/test.sh: builds dist/ with
-# scripts/package.sh, checks the Debian package with lintian and its control
-# fields, checks the release archive, then installs the package for real with
-# dpkg (as root), checks what it installed, and removes it again. Debian's own
-# `retry` package, if installed, is set aside first and put back at the end.
-# Ends with a line "package tests: N passed, N failed".
+# scripts/package.sh, checks both Debian packages (amd64, arm64) with
+# lintian and their control fields, checks both release archives (files,
+# checksums, binaries, and that every link of the README and the guide works
+# inside them), then installs the amd64 package for real with dpkg (as root),
+# checks what it installed, and removes it again. Debian's own `retry`
+# package, if installed, is set aside first and put back at the end.
+# Ends with "package tests: P passed, F failed, S skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
+suite=package
+# shellcheck source=scripts/counts.sh
+. scripts/counts.sh
 
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); echo "ok: $1"; }
-bad() { failed=$((failed + 1)); echo "FAILED: $1" >&2; }
-# check DESCRIPTION COMMAND...: the command's success is the test's.
-check() {
-  local what=$1
-  shift
-  if "$@"; then ok "$what"; else bad "$what"; fi
-}
-finish() {
-  echo "package tests: $passed passed, $failed failed"
-  [ "$failed" = 0 ]
+# same WHAT A B: A and B are equal and not empty (an empty value means the
+# tool that should have produced it did not run).
+same() {
+  if [ -n "$2" ] && [ "$2" = "$3" ]; then
+    ok "$1"
+  else
+    bad "$1: '$2' against '$3'"
+  fi
 }
 
 started=$(date +%s)
@@ -32,85 +32,103 @@ fi
 echo "package: built in $(($(date +%s) - started)) s"
 
 version=$(cargo pkgid --quiet | sed 's/.*[@#]//')
-target=$(rustc -vV | sed -n 's/^host: //p')
-arch=$(dpkg --print-architecture)
-deb="dist/retry-tool_${version}-1_${arch}.deb"
-archive="dist/retry-${version}-${target}.tar.gz"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# ---- the package, as a file --------------------------------------------------
+for target in x86_64-unknown-linux-musl aarch64-unknown-linux-musl; do
+  case $target in
+    x86_64-*) arch=amd64 machine=x86-64 ;;
+    aarch64-*) arch=arm64 machine="ARM aarch64" ;;
+  esac
+  deb="dist/retry-tool_${version}-1_${arch}.deb"
+  archive="dist/retry-${version}-${target}.tar.gz"
+  name="retry-${version}-${target}"
+  mkdir -p "$work/$arch"
 
-check "the package is $deb" test -f "$deb"
-field() { dpkg-deb --field "$deb" "$1"; }
-check "it is named retry-tool, not retry" test "$(field Package)" = retry-tool
-check "it declares the clash with Debian's retry as Conflicts: retry" \
-  test "$(field Conflicts)" = retry
-check "it neither replaces nor provides Debian's retry" \
-  test -z "$(field Replaces)$(field Provides)"
-check "its dependencies were computed: libc6 with a version" \
-  grep -Eq '(^|, )libc6 \(>= [0-9.]+\)' <<<"$(field Depends)"
-# The glibc the binary asks its loader for: the newest symbol version it
-# uses, and 2.36 if its relocations are packed (GLIBC_ABI_DT_RELR).
-dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/bin/retry >"$work/retry"
-glibc_needed=$(
-  readelf -V --wide "$work/retry" | grep -o 'GLIBC_[0-9][0-9.]*\|GLIBC_ABI_DT_RELR' |
-    sed 's/GLIBC_ABI_DT_RELR/2.36/; s/GLIBC_//' | sort -V | tail -1
-)
-libc_floor=$(grep -o 'libc6 (>= [0-9.]*)' <<<"$(field Depends)" | sed 's/.*>= //; s/)//' | sort -V | tail -1)
-check "its libc6 dependency ($libc_floor) covers the glibc the binary needs ($glibc_needed)" \
-  dpkg --compare-versions "$libc_floor" ge "$glibc_needed"
+  # ---- the package, as a file ------------------------------------------------
 
-dpkg-deb --contents "$deb" | awk '{print $6}' | sed 's#^\./#/#' >"$work/contents"
-for path in /usr/bin/retry /usr/share/man/man1/retry.1.gz \
-  /usr/share/bash-completion/completions/retry \
-  /usr/share/zsh/vendor-completions/_retry \
-  /usr/share/fish/vendor_completions.d/retry.fish \
-  /usr/share/doc/retry-tool/copyright /usr/share/doc/retry-tool/changelog.gz \
-  /usr/share/doc/retry-tool/changelog.Debian.gz /usr/share/doc/retry-tool/README.md \
-  /usr/share/doc/retry-tool/docs/README.md; do
-  check "the package holds $path" grep -qx "$path" "$work/contents"
+  check "the package $deb is in dist/" test -f "$deb"
+  field() { dpkg-deb --field "$deb" "$@"; }
+  same "$arch: it is named retry-tool, not retry" "$(field Package)" retry-tool
+  same "$arch: its architecture is $arch" "$(field Architecture)" "$arch"
+  same "$arch: its version is ${version}-1" "$(field Version)" "${version}-1"
+  same "$arch: it declares the clash with Debian's retry as Conflicts: retry" \
+    "$(field Conflicts)" retry
+  # (Each empty field checked beside one that must be there, so that an
+  # unreadable package does not pass as one without the field.)
+  same "$arch: it neither replaces nor provides Debian's retry" \
+    "$(field Package Replaces Provides)" "Package: retry-tool"
+  same "$arch: it depends on nothing, no C library included" \
+    "$(field Package Depends Pre-Depends)" "Package: retry-tool"
+  dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/bin/retry >"$work/$arch/retry"
+  check "$arch: its binary is the static one built for $target" \
+    cmp "$work/$arch/retry" "dist/$target/retry"
+  check "$arch: which is static and position-independent, for $machine" \
+    bash -c "file -L '$work/$arch/retry' | grep -q 'LSB pie executable, $machine,.*static-pie linked'"
+
+  dpkg-deb --contents "$deb" | awk '{print $6}' | sed 's#^\./#/#' >"$work/$arch/contents"
+  for path in /usr/bin/retry /usr/share/man/man1/retry.1.gz \
+    /usr/share/bash-completion/completions/retry \
+    /usr/share/zsh/vendor-completions/_retry \
+    /usr/share/fish/vendor_completions.d/retry.fish \
+    /usr/share/doc/retry-tool/copyright /usr/share/doc/retry-tool/changelog.gz \
+    /usr/share/doc/retry-tool/changelog.Debian.gz /usr/share/doc/retry-tool/README.md \
+    /usr/share/doc/retry-tool/docs/README.md; do
+    check "$arch: the package holds $path" grep -qx "$path" "$work/$arch/contents"
+  done
+  dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/share/doc/retry-tool/copyright >"$work/copyright"
+  check "$arch: its copyright file is machine-readable" \
+    grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' "$work/copyright"
+
+  # lintian exits 0 when it finds no error, 1 when it finds one, and 2 when
+  # it could not check the package at all (with no E: line to count).
+  lintian --tag-display-limit 0 "$deb" >"$work/lintian" 2>&1
+  status=$?
+  cat "$work/lintian"
+  same "$arch: lintian checks the package and finds no error (its exit status)" "$status" 0
+  check "$arch: lintian reports no error" test "$(grep -c '^E: ' "$work/lintian")" = 0
+  check "$arch: lintian reports at most three warnings" test "$(grep -c '^W: ' "$work/lintian")" -le 3
+
+  # ---- the release archive -----------------------------------------------------
+
+  check "the archive $archive and its checksum are in dist/" test -f "$archive" -a -f "$archive.sha256"
+  check "$arch: the checksum matches" bash -c "cd dist && sha256sum --quiet -c '${archive#dist/}.sha256'"
+  tar -tzf "$archive" | sort >"$work/listed"
+  {
+    printf '%s\n' "$name/" "$name/ARCHITECTURE.md" "$name/CHANGELOG.md" "$name/LICENSE-APACHE" \
+      "$name/LICENSE-MIT" "$name/README.md" "$name/bench/" "$name/bench/README.md" \
+      "$name/completions/" "$name/docs/" "$name/retry" "$name/retry.1"
+    for f in completions/* docs/*.md docs/*.svg; do echo "$name/$f"; done
+  } | sort >"$work/wanted"
+  check "$arch: the archive holds the binary, man page, completions, README, CHANGELOG, licences and the guide" \
+    diff -u "$work/wanted" "$work/listed"
+  tar -xzf "$archive" -C "$work/$arch"
+  check "$arch: the archive's binary is the package's" cmp "$work/$arch/$name/retry" "$work/$arch/retry"
+  # Every relative link of the README and the guide leads to a file in the
+  # archive (anchors aside).
+  links=0 broken=""
+  for page in "$work/$arch/$name/README.md" "$work/$arch/$name"/docs/*.md; do
+    for link in $(grep -o '](\([^)#:]*\)[)#]' "$page" | sed 's/^](//; s/.$//'); do
+      links=$((links + 1))
+      [ -e "$(dirname "$page")/$link" ] || broken+=" ${page#"$work/$arch/$name/"}:$link"
+    done
+  done
+  check "$arch: the $links links of the README and the guide lead to files in the archive${broken:+ (broken:$broken)}" \
+    test "$links" -gt 20 -a -z "$broken"
 done
-dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/share/doc/retry-tool/copyright >"$work/copyright"
-check "its copyright file is machine-readable" \
-  grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' "$work/copyright"
-check "the Debian changelog is for this version" \
-  test "$(dpkg-parsechangelog -l debian/changelog -S Version)" = "${version}-1"
-
-lintian --tag-display-limit 0 "$deb" >"$work/lintian" 2>&1
-cat "$work/lintian"
-check "lintian finds no error" test "$(grep -c '^E: ' "$work/lintian")" = 0
-check "lintian finds at most three warnings" test "$(grep -c '^W: ' "$work/lintian")" -le 3
-
-# ---- the release archive -------------------------------------------------------
-
-check "the archive and its checksum are in dist/" test -f "$archive" -a -f "$archive.sha256"
-check "the checksum matches" bash -c "cd dist && sha256sum --quiet -c '${archive#dist/}.sha256'"
-name="retry-${version}-${target}"
-tar -tzf "$archive" | sort >"$work/listed"
-sort >"$work/wanted" <<EOF
-$name/
-$name/CHANGELOG.md
-$name/LICENSE-APACHE
-$name/LICENSE-MIT
-$name/README.md
-$name/completions/
-$(for f in completions/*; do echo "$name/$f"; done)
-$name/retry
-$name/retry.1
-EOF
-check "the archive holds the binary, man page, completions, README, CHANGELOG and licences" \
-  diff -u "$work/wanted" "$work/listed"
-tar -xzf "$archive" -C "$work"
-check "the archive's binary is the package's" \
-  cmp -s "$work/$name/retry" <(dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/bin/retry)
-check "the archive's binary is position-independent and dynamically linked" \
-  bash -c "file -L '$work/$name/retry' | grep -q 'pie executable, .*dynamically linked'"
+same "the changelog in debian/ is for this version" \
+  "$(dpkg-parsechangelog -l debian/changelog -S Version)" "${version}-1"
 
 # ---- installed for real --------------------------------------------------------
 
+deb="dist/retry-tool_${version}-1_amd64.deb"
 if [ "$(id -u)" != 0 ]; then
-  echo "SKIPPED: installing the package needs root (dpkg -i)"
+  skip "installing the package needs root (dpkg -i)"
+  finish
+  exit
+fi
+if [ "$(dpkg --print-architecture)" != amd64 ]; then
+  skip "installing the amd64 package needs an amd64 machine"
   finish
   exit
 fi
@@ -124,7 +142,7 @@ if [ "$(dpkg-query -W -f '${db:Status-Status}' retry 2>/dev/null)" = installed ]
     dpkg -r retry >/dev/null
     echo "package: Debian's retry $ver removed for the test, put back at the end"
   else
-    echo "SKIPPED: Debian's retry is installed and its .deb cannot be fetched to put it back"
+    skip "Debian's retry is installed and its .deb cannot be fetched to put it back"
     finish
     exit
   fi
@@ -138,20 +156,21 @@ restore() {
 }
 trap restore EXIT
 
-for path in $(cat "$work/contents"); do
+for path in $(cat "$work/amd64/contents"); do
   if [ -f "$path" ] && ! dpkg -S "$path" >/dev/null 2>&1; then
-    echo "SKIPPED: $path exists and belongs to no package; not overwriting it"
+    skip "$path exists and belongs to no package; not overwriting it"
     finish
     exit
   fi
 done
 
 check "dpkg -i installs the package" dpkg -i "$deb"
-check "/usr/bin/retry --version names this version" \
-  grep -q "$version" <<<"$(/usr/bin/retry --version)"
+check "the installed /usr/bin/retry is the static x86_64 binary" \
+  cmp /usr/bin/retry dist/x86_64-unknown-linux-musl/retry
+same "/usr/bin/retry --version names this version" "$(/usr/bin/retry --version)" "retry $version"
 check "/usr/bin/retry runs a command" /usr/bin/retry -qq --max 1 -- true
-check "man -w retry finds the installed page" \
-  test "$(MANPATH= PATH=/usr/bin:/bin man -w retry)" = /usr/share/man/man1/retry.1.gz
+same "man -w retry finds the installed page" \
+  "$(MANPATH= PATH=/usr/bin:/bin man -w retry)" /usr/share/man/man1/retry.1.gz
 check "man renders it" bash -c 'MANPAGER=cat MANWIDTH=80 man retry 2>/dev/null | grep -q "EXIT STATUS"'
 check "bash-completion loads it on demand" bash -c '
   source /usr/share/bash-completion/bash_completion
@@ -167,16 +186,17 @@ if [ -n "${debian_retry_file:-}${debian_retry}" ]; then
     ! dpkg --no-act -i '${debian_retry_file:-$debian_retry}' >'$work/conflict' 2>&1 &&
     grep -q 'conflicts with retry-tool\|retry-tool conflicts with' '$work/conflict'"
 else
-  echo "SKIPPED: Debian's retry package cannot be fetched; its conflict is checked in the control field only"
+  skip "Debian's retry package cannot be fetched: its conflict is checked in the control field only"
 fi
 
 check "dpkg -r removes the package" dpkg -r retry-tool
 check "nothing of it is left" bash -c "
-  for path in \$(cat '$work/contents'); do
+  for path in \$(cat '$work/amd64/contents'); do
     # Shared directories (/usr/bin/) stay; anything of retry's goes.
     [ ! -e \"\$path\" ] || { [ -d \"\$path\" ] && [[ \"\$path\" != *retry* ]]; } ||
       { echo \"left: \$path\" >&2; exit 1; }
   done"
-check "dpkg no longer knows it" test "$(dpkg-query -W -f '${db:Status-Status}' retry-tool 2>/dev/null)" != installed
+known=$(dpkg-query -W -f '${db:Status-Status}' retry-tool 2>/dev/null) || known="unknown to dpkg"
+check "dpkg no longer has it installed ($known)" test -n "$known" -a "$known" != installed
 
 finish

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The one command that runs every check and test of retry, on a fresh Debian
 # machine with the Rust toolchain: installs what the tests need, then runs
-# formatting, lint, unit and integration tests, and the package tests
-# (scripts/test-package.sh: builds, checks, installs and removes the Debian
-# package and checks the release archive). It ends with one line,
-# "tests: P passed, F failed, S skipped", whether the run passed or not.
+# formatting, lint, unit and integration tests, the package tests
+# (scripts/test-package.sh: builds the static release binaries, checks,
+# installs and removes the Debian packages and checks the release archives)
+# and the static binaries' own tests (scripts/test-static.sh). It ends with
+# one line, "tests: P passed, F failed, S skipped", whether the run passed
+# or not.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -129,6 +131,17 @@ command -v xz >/dev/null || need+=(xz-utils)
 # prometheus package (19 MB; the three install in about 15 s from a near mirror).
 # Their recommendations (hardware collectors, timers) are not needed.
 bare=()
+# The static release builds (scripts/package.sh): a C compiler for each
+# target (ring), musl-gcc and the aarch64 cross compiler, which also links.
+# Their tests (scripts/test-static.sh): busybox for a root without a C
+# library, a DNS server, ss, and qemu-user for the aarch64 binary.
+command -v musl-gcc >/dev/null || bare+=(musl-tools)
+command -v aarch64-linux-gnu-gcc >/dev/null || bare+=(gcc-aarch64-linux-gnu)
+[ -f /usr/aarch64-linux-gnu/include/string.h ] || bare+=(libc6-dev-arm64-cross)
+file -L /bin/busybox 2>/dev/null | grep -q 'statically linked' || bare+=(busybox-static)
+command -v dnsmasq >/dev/null || bare+=(dnsmasq-base)
+command -v ss >/dev/null || need+=(iproute2)
+command -v qemu-aarch64 >/dev/null || bare+=(qemu-user)
 command -v prometheus-node-exporter >/dev/null || bare+=(prometheus-node-exporter)
 command -v prometheus-pushgateway >/dev/null || bare+=(prometheus-pushgateway)
 command -v promtool >/dev/null || bare+=(prometheus)
@@ -194,6 +207,7 @@ cargo test --all-targets --locked --no-fail-fast 2>&1 | tee "$work/cargo.log" ||
   failed_steps+=("cargo-test")
 
 shell_tests scripts/test-package.sh
+shell_tests scripts/test-static.sh
 
 summary 0
 [ ${#failed_steps[@]} -eq 0 ]

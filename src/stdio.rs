@@ -17,7 +17,8 @@ use nix::libc;
 static CLOSED: AtomicU8 = AtomicU8::new(0);
 
 /// Open each closed standard descriptor on /dev/null, and record which
-/// were closed. Call once, first thing in `main`.
+/// were closed. Call once, before anything opens a file: the binary calls
+/// it from its `.init_array` entry, before the Rust runtime starts.
 pub fn protect_closed() {
     let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
         fd,

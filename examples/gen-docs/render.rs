@@ -301,7 +301,9 @@ fn our_sections(cmd: &clap::Command) -> Roff {
     example(
         &mut r,
         "A cron job that retries for up to ten minutes and never retries a bad configuration (exit 78). It prints nothing when the job succeeds, even after failed attempts, so cron mails nothing; when it gives up, cron mails the give-up line and the output of the last attempt:",
-        &["*/30 * * * * retry --hold-output -q --max-time 10m --stop-on 78 -- /usr/local/bin/sync"],
+        &[
+            "*/30 * * * * /usr/local/bin/retry --hold-output -q --max-time 10m --stop-on 78 -- /usr/local/bin/sync",
+        ],
     );
     example(
         &mut r,
@@ -315,7 +317,7 @@ fn our_sections(cmd: &clap::Command) -> Roff {
         &mut r,
         "Jobs that cron starts every minute on one host share a retry budget and a circuit breaker; a fleet shares them, and a pace for its retries, through Redis:",
         &[
-            "* * * * * retry --group db-jobs --budget 20 --breaker 3:5m --max-time 50s -q -- /usr/local/bin/sync",
+            "* * * * * /usr/local/bin/retry --group db-jobs --budget 20 --breaker 3:5m --max-time 50s -q -- /usr/local/bin/sync",
             "RETRY_GROUP=registry RETRY_STATE=rediss://redis.internal:6380/0 retry --pace 50/s --budget --breaker -- docker pull app",
         ],
     );

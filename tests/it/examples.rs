@@ -30,11 +30,15 @@ fn line(prefix: &str) -> String {
         .to_string()
 }
 
-/// retry's arguments in a README line: the words after `retry`, with
+/// retry's arguments in a README line: the words after `retry` (or a path
+/// to it, as a crontab gives), with
 /// COMMAND replaced by `sh -c SCRIPT`.
 fn arguments(line: &str, script: &str) -> Vec<String> {
     let words = shlex::split(line).expect("the line parses");
-    let at = words.iter().position(|w| w == "retry").expect("retry");
+    let at = words
+        .iter()
+        .position(|w| w == "retry" || w.ends_with("/retry"))
+        .expect("retry");
     let mut args: Vec<String> = words[at + 1..].to_vec();
     let dashes = args.iter().position(|w| w == "--").expect("a COMMAND");
     args.truncate(dashes + 1);
@@ -44,7 +48,7 @@ fn arguments(line: &str, script: &str) -> Vec<String> {
 
 #[test]
 fn the_cron_line_mails_nothing_when_the_job_recovers_and_the_failure_when_not() {
-    let cron = line("*/30 * * * * retry --hold-output");
+    let cron = line("*/30 * * * * /usr/local/bin/retry --hold-output");
     let dir = scratch();
     let mark = path_str(&dir.path().join("failed-once"));
     // Fails noisily once, then succeeds: cron gets nothing to mail.

@@ -123,7 +123,7 @@ fn the_man_page_cron_example_holds_output_and_the_no_limit_rule_names_idle_timeo
     // roff escapes each '-' of an option.
     let cron = man
         .lines()
-        .find(|l| l.starts_with("*/30 * * * * retry "))
+        .find(|l| l.starts_with("*/30 * * * * /usr/local/bin/retry "))
         .expect("a cron example");
     assert!(cron.contains("\\-\\-hold\\-output"), "{cron}");
     assert!(
