@@ -66,19 +66,29 @@ impl Stop {
 /// Another attempt follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retry<T> {
-    /// The backoff step drawn for it.
-    pub step: Step,
     /// The attempt ran at least `--reset-after`: the backoff started over.
     pub reset: bool,
-    /// The wait as the retry's own backoff (and Retry-After) decide it,
-    /// before the group's pace has its say.
-    pub delay: Duration,
+    /// What the wait was decided from (the backoff step among it).
     input: wait::Input<T>,
-    /// The wait without a pace slot, as decided.
+    /// The wait without a pace slot, as decided (always a sleep).
     own: Decision<T>,
 }
 
 impl<T: Moment> Retry<T> {
+    /// The backoff step drawn for the next attempt.
+    pub fn step(&self) -> Step {
+        self.input.step
+    }
+
+    /// The wait as the retry's own backoff (and Retry-After) decide it,
+    /// before the group's pace has its say.
+    pub fn delay(&self) -> Duration {
+        match self.own {
+            Decision::Sleep { delay, .. } => delay,
+            Decision::GiveUp(_) => Duration::ZERO,
+        }
+    }
+
     /// The wait once the group has granted `slot` (None: no pacing, or the
     /// retry's own wait already ends after the slot). It may now be a
     /// give-up: the slot can lie past `--max-time`.
@@ -144,13 +154,7 @@ pub fn after<T: Moment, R: Rng + ?Sized>(
         pace_slot: None,
     };
     match wait::decide(input) {
-        own @ Decision::Sleep { delay, .. } => Next::Retry(Retry {
-            step,
-            reset,
-            delay,
-            input,
-            own,
-        }),
+        own @ Decision::Sleep { .. } => Next::Retry(Retry { reset, input, own }),
         Decision::GiveUp(why) => Next::Stop(Stop::Deadline(why)),
     }
 }
@@ -198,7 +202,7 @@ mod tests {
 
     fn wait_of(n: Next<Duration>) -> Duration {
         match n {
-            Next::Retry(r) => r.delay,
+            Next::Retry(r) => r.delay(),
             Next::Stop(s) => panic!("stopped: {s:?}"),
         }
     }
@@ -273,7 +277,7 @@ mod tests {
         let waits: Vec<(Duration, bool)> = [ms(1), ms(1), ms(60), ms(1)]
             .into_iter()
             .map(|ran| match go(ran) {
-                Next::Retry(r) => (r.delay, r.reset),
+                Next::Retry(r) => (r.delay(), r.reset),
                 other => panic!("{other:?}"),
             })
             .collect();

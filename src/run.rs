@@ -330,7 +330,7 @@ where
         let now = self.clock.now();
         let slot = match self
             .state
-            .plan(retry.delay, self.log, self.signals, deadline)
+            .plan(retry.delay(), self.log, self.signals, deadline)
             .await
         {
             // The group's slot, when pacing pushes the start past the
@@ -365,7 +365,7 @@ where
         };
         let planned = Wait {
             delay: wait,
-            ceiling: retry.step.ceiling,
+            ceiling: retry.step().ceiling,
             jitter: self.policy.delay.jitter.name(),
             paced: wait.saturating_sub(delay),
         };

@@ -347,7 +347,7 @@ impl<S: Sink> World<'_, S> {
                 return self.end(&done, stop.end(), reason);
             }
         };
-        let decision = match self.shared.plan(now, retry.delay, deadline) {
+        let decision = match self.shared.plan(now, retry.delay(), deadline) {
             // Without a slot the decision is the retry's own.
             fleet::Word::Go { slot } => retry.with_slot(slot),
             fleet::Word::BudgetSpent => {
@@ -368,7 +368,7 @@ impl<S: Sink> World<'_, S> {
         };
         let planned = Wait {
             delay: wait,
-            ceiling: retry.step.ceiling,
+            ceiling: retry.step().ceiling,
             jitter: policy.delay.jitter.name(),
             paced: wait.saturating_sub(delay),
         };
