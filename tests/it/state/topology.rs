@@ -662,6 +662,41 @@ pub fn spent(url: &str, group: &str) -> f64 {
     100_000.0 - count
 }
 
+/// Waits until the run of `group` has spent five tokens more through `url`
+/// than now: its calls reach the store. Fails saying `never` after `within`.
+#[track_caller]
+pub fn five_more_calls(url: &str, group: &str, within: Duration, never: &str) {
+    let before = spent(url, group);
+    let until = Instant::now() + within;
+    while spent(url, group) < before + 5.0 {
+        assert!(Instant::now() < until, "{never}");
+        thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The warnings and notes about shared state of a run that ended with exit 0.
+#[track_caller]
+pub fn succeeded(out: &crate::util::Outcome) -> (Vec<String>, Vec<String>) {
+    out.expect_code(0);
+    let log = out.json();
+    (messages(&log, "warning"), messages(&log, "note"))
+}
+
+/// One warning for the whole outage of the store, then the note that it is
+/// in use again.
+#[track_caller]
+pub fn one_outage(warnings: &[String], notes: &[String]) {
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("running without it for now"),
+        "{warnings:?}"
+    );
+    assert!(
+        notes.iter().any(|n| n.ends_with("in use again")),
+        "{notes:?}"
+    );
+}
+
 /// The messages of one kind about shared state in a JSON log (others, such
 /// as what becomes of a failed attempt's output, are not the store's).
 pub fn messages(log: &[serde_json::Value], kind: &str) -> Vec<String> {
