@@ -587,40 +587,50 @@ pub struct LongRun {
     _dir: tempfile::TempDir,
 }
 
+/// The options of such a run of `group` on `url`, for `max_time` at most,
+/// logging in JSON.
+pub fn long_run_args<'a>(group: &'a str, url: &'a str, max_time: &'a str) -> [&'a str; 19] {
+    [
+        "--group",
+        group,
+        "--state",
+        url,
+        "--budget",
+        "100000",
+        "--pace",
+        "20/s",
+        "--max",
+        "100000",
+        "--base",
+        "1ms",
+        "--cap",
+        "1ms",
+        "--max-time",
+        max_time,
+        "--log-format",
+        "json",
+        "-v",
+    ]
+}
+
+/// The command of such a run: touches `started` and fails until `done` is there.
+pub fn fails_until(done: &Path, started: &Path) -> String {
+    format!(
+        "[ -e '{}' ] && exit 0; touch '{}'; exit 1",
+        path_str(done),
+        path_str(started)
+    )
+}
+
 impl LongRun {
     /// Started, and under way (its first attempt has run).
     pub fn start(url: &str, group: &str) -> LongRun {
         let dir = scratch();
         let started = dir.path().join("started");
         let done = dir.path().join("done");
-        let script = format!(
-            "[ -e '{}' ] && exit 0; touch '{}'; exit 1",
-            path_str(&done),
-            path_str(&started)
-        );
         let running = crate::util::retry_sh(
-            &[
-                "--group",
-                group,
-                "--state",
-                url,
-                "--budget",
-                "100000",
-                "--pace",
-                "20/s",
-                "--max",
-                "100000",
-                "--base",
-                "1ms",
-                "--cap",
-                "1ms",
-                "--max-time",
-                "90s",
-                "--log-format",
-                "json",
-                "-v",
-            ],
-            &script,
+            &long_run_args(group, url, "90s"),
+            &fails_until(&done, &started),
         )
         .spawn();
         crate::util::wait_for_file(&started, Duration::from_secs(20));
