@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::topology::{MASTER, Node, REDIS, cli_tls, settle};
+use super::topology::{MASTER, Node, REDIS, cli_tls, cluster_args, create_cluster, settle};
 use crate::util::{free_port, path_str, retry_sh};
 
 /// A certificate for 127.0.0.1 good for a client as for a server
@@ -150,36 +150,14 @@ fn tls_forms_speak_tls_to_sentinels_masters_and_cluster_nodes() {
             let dir = d.join(format!("node{i}"));
             std::fs::create_dir(&dir).expect("dir");
             let mut args = tls_args(d, port);
-            args.extend(
-                [
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                    "--tls-cluster",
-                    "yes",
-                    "--cluster-port",
-                    &free_port().to_string(),
-                ]
-                .map(String::from),
-            );
+            args.extend(cluster_args(&["--tls-cluster", "yes"]));
             Node::spawn(REDIS.server, &dir, port, &args)
         })
         .collect();
-    for n in &nodes {
-        settle("a TLS cluster node", Duration::from_secs(10), || {
-            cli_tls(REDIS, n.port, &ca, &["PING"]).contains("PONG")
-        });
-    }
-    let mut create = vec!["--cluster".to_string(), "create".into()];
-    create.extend(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)));
-    create.extend(["--cluster-replicas", "0", "--cluster-yes"].map(String::from));
-    let words: Vec<&str> = create.iter().map(String::as_str).collect();
-    let out = cli_tls(REDIS, nodes[0].port, &ca, &words);
-    assert!(
-        out.contains("All 16384 slots covered"),
-        "cluster create: {out}"
-    );
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    create_cluster(&ports, "0", "a TLS cluster node", |p, words| {
+        cli_tls(REDIS, p, &ca, words)
+    });
     settle("the TLS cluster", Duration::from_secs(20), || {
         nodes
             .iter()

@@ -342,6 +342,48 @@ impl Sentinels {
     }
 }
 
+/// The arguments that make a server a cluster node, with `more`.
+pub fn cluster_args(more: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        "nodes.conf",
+    ]
+    .map(String::from)
+    .to_vec();
+    a.extend(more.iter().map(|s| s.to_string()));
+    // The bus port is the port + 10000 unless given: past 65535 for
+    // ephemeral ports.
+    a.extend(["--cluster-port".to_string(), free_port().to_string()]);
+    a
+}
+
+/// `--cluster create` of the nodes on `ports`, `replicas` replicas a
+/// master, once each node answers (`what` is waited for); `cli` sends a node
+/// its words. Checks that every slot is covered.
+pub fn create_cluster(
+    ports: &[u16],
+    replicas: &str,
+    what: &str,
+    cli: impl Fn(u16, &[&str]) -> String,
+) {
+    for p in ports {
+        settle(what, Duration::from_secs(10), || {
+            cli(*p, &["PING"]).contains("PONG")
+        });
+    }
+    let mut create: Vec<String> = vec!["--cluster".into(), "create".into()];
+    create.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
+    create.extend(["--cluster-replicas", replicas, "--cluster-yes"].map(String::from));
+    let words: Vec<&str> = create.iter().map(String::as_str).collect();
+    let out = cli(ports[0], &words);
+    assert!(
+        out.contains("All 16384 slots covered"),
+        "cluster create: {out}"
+    );
+}
+
 /// Three masters, each with a replica, over the cluster's 16384 slots.
 pub struct Cluster {
     pub flavor: Flavor,
@@ -379,21 +421,7 @@ impl Cluster {
                 let d = dir.path().join(format!("node{i}"));
                 std::fs::create_dir(&d).expect("node dir");
                 let mut args = base_args(port, password);
-                args.extend(
-                    [
-                        "--cluster-enabled",
-                        "yes",
-                        "--cluster-config-file",
-                        "nodes.conf",
-                        "--cluster-node-timeout",
-                        "1000",
-                        // The bus port is the port + 10000 unless given: past
-                        // 65535 for ephemeral ports.
-                        "--cluster-port",
-                        &free_port().to_string(),
-                    ]
-                    .map(String::from),
-                );
+                args.extend(cluster_args(&["--cluster-node-timeout", "1000"]));
                 let child = Node::start(flavor.server, &d, &args);
                 Node {
                     port,
@@ -407,20 +435,8 @@ impl Cluster {
             nodes,
             _dir: dir,
         };
-        for n in &c.nodes {
-            settle("a cluster node", Duration::from_secs(10), || {
-                c.cli(n.port, &["PING"]).contains("PONG")
-            });
-        }
-        let mut create: Vec<String> = vec!["--cluster".into(), "create".into()];
-        create.extend(c.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)));
-        create.extend(["--cluster-replicas", "1", "--cluster-yes"].map(String::from));
-        let words: Vec<&str> = create.iter().map(String::as_str).collect();
-        let out = c.cli(c.nodes[0].port, &words);
-        assert!(
-            out.contains("All 16384 slots covered"),
-            "cluster create: {out}"
-        );
+        let ports: Vec<u16> = c.nodes.iter().map(|n| n.port).collect();
+        create_cluster(&ports, "1", "a cluster node", |p, words| c.cli(p, words));
         c.wait_settled(Duration::from_secs(20));
         c
     }
