@@ -10,7 +10,7 @@ use super::rules::{breaker_cycle, budget_is_exact_under_concurrency, pace_spaces
 use super::topology::{
     LongRun, MASTER, REDIS, Sentinels, five_more_calls, one_outage, spent, succeeded,
 };
-use super::{Store, show_at};
+use super::{Store, needs_the_store, show_at};
 use crate::util::{retry, retry_sh, scratch};
 
 /// The sentinels' URL with both passwords in it.
@@ -151,14 +151,7 @@ fn a_required_store_in_the_middle_of_a_sentinel_failover_exits_125() {
     // The sentinels take a second to see the master down, then elect and
     // promote: this run comes before that.
     let out = retry_sh(
-        &[
-            "--group",
-            "g",
-            "--state",
-            &url,
-            "--budget",
-            "--state-required",
-        ],
+        &needs_the_store(&url),
         &format!("touch '{}'", ran.display()),
     )
     .run();
@@ -171,16 +164,6 @@ fn a_required_store_in_the_middle_of_a_sentinel_failover_exits_125() {
     );
     // Once the replica is promoted, the same run goes through.
     s.wait_for_master(s.other(old), Duration::from_secs(30));
-    let out = retry([
-        "--group",
-        "g",
-        "--state",
-        &url,
-        "--budget",
-        "--state-required",
-        "--",
-        "true",
-    ])
-    .run();
+    let out = retry(needs_the_store(&url).into_iter().chain(["--", "true"])).run();
     out.expect_code(0);
 }

@@ -6,7 +6,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::topology::{MASTER, Node, REDIS, cli_tls, cluster_args, create_cluster, settle};
-use crate::util::{free_port, path_str, retry_sh};
+use super::trusted_only;
+use crate::util::{free_port, path_str};
 
 /// A certificate for 127.0.0.1 good for a client as for a server
 /// (`node.pem`, with `server.key`): cluster nodes present it to each other.
@@ -47,56 +48,21 @@ fn node_certificate(pki: &crate::pki::Pki) {
 
 /// What every TLS-only server here gets: its certificate, no plain port.
 fn tls_args(pki: &Path, port: u16) -> Vec<String> {
-    let f = |n: &str| path_str(&pki.join(n));
-    [
-        "--port",
-        "0",
-        "--tls-port",
-        &port.to_string(),
-        "--bind",
-        "127.0.0.1",
-        "--tls-cert-file",
-        &f("node.pem"),
-        "--tls-key-file",
-        &f("server.key"),
-        "--tls-ca-cert-file",
-        &f("ca.pem"),
-        "--tls-auth-clients",
-        "no",
-        "--tls-replication",
-        "yes",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--logfile",
-        "log",
-    ]
-    .map(String::from)
-    .to_vec()
-}
-
-/// Runs with `--state URL --budget --state-required`: trusted, the store
-/// is used; not trusted, the run is refused for the certificate.
-#[track_caller]
-fn trusted_only(url: &str, ca: &Path) {
-    let args = [
-        "--group",
-        "g",
-        "--state",
-        url,
-        "--budget",
-        "--state-required",
-    ];
-    let out = retry_sh(&args, "exit 0").env("SSL_CERT_FILE", ca).run();
-    out.expect_code(0);
-    let out = retry_sh(&args, "exit 0").run();
-    out.expect_code(125);
-    assert!(
-        out.stderr_text().contains("certificate"),
-        "{}",
-        out.stderr_text()
+    let mut a = super::tls_only(pki, "node.pem", port);
+    a.extend(
+        [
+            "--tls-replication",
+            "yes",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--logfile",
+            "log",
+        ]
+        .map(String::from),
     );
+    a
 }
 
 #[test]
