@@ -12,11 +12,6 @@ use crate::util::{free_port, path_str};
 /// A certificate for 127.0.0.1 good for a client as for a server
 /// (`node.pem`, with `server.key`): cluster nodes present it to each other.
 fn node_certificate(pki: &crate::pki::Pki) {
-    std::fs::write(
-        pki.dir.path().join("node.cnf"),
-        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth,clientAuth\n",
-    )
-    .expect("node.cnf");
     pki.openssl(&[
         "req",
         "-new",
@@ -27,23 +22,7 @@ fn node_certificate(pki: &crate::pki::Pki) {
         "-subj",
         "/CN=127.0.0.1",
     ]);
-    pki.openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        "node.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "node.pem",
-        "-days",
-        "2",
-        "-extfile",
-        "node.cnf",
-    ]);
+    pki.sign_for_localhost("node", "node.cnf", "serverAuth,clientAuth");
 }
 
 /// What every TLS-only server here gets: its certificate, no plain port.
