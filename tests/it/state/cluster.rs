@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use super::rules::{breaker_cycle, budget_is_exact_under_concurrency, pace_spaces_retries};
-use super::topology::{Cluster, Flavor, LongRun, REDIS, five_more_calls, one_outage, succeeded};
+use super::topology::{Cluster, Flavor, LongRun, REDIS, one_outage};
 use super::{Store, show_at};
 use crate::util::retry_sh;
 
@@ -74,14 +74,10 @@ fn a_run_follows_a_cluster_failover_without_missing_a_call() {
     let key = "retry:{fo}:state";
     let (old, _) = c.shard_of(key);
     let new = c.failover(key);
-    five_more_calls(
-        &url,
-        "fo",
+    let (warnings, _) = run.finish_after_five_calls(
         Duration::from_secs(10),
         "the run's calls never reached the new master",
     );
-    let out = run.finish();
-    let (warnings, _) = succeeded(&out);
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_ne!(old.port, new);
     assert!(c.holds(new, key));
@@ -94,14 +90,10 @@ fn a_run_outlives_kill_9_of_its_groups_cluster_master() {
     let run = LongRun::start(&url, "kill");
     let key = "retry:{kill}:state";
     let new = c.kill_master(key);
-    five_more_calls(
-        &url,
-        "kill",
+    let (warnings, notes) = run.finish_after_five_calls(
         Duration::from_secs(20),
         "the run never came back to the store",
     );
-    let out = run.finish();
-    let (warnings, notes) = succeeded(&out);
     one_outage(&warnings, &notes);
     assert!(c.holds(new, key));
 }

@@ -7,9 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use super::rules::{breaker_cycle, budget_is_exact_under_concurrency, pace_spaces_retries};
-use super::topology::{
-    LongRun, MASTER, REDIS, Sentinels, five_more_calls, one_outage, spent, succeeded,
-};
+use super::topology::{LongRun, MASTER, REDIS, Sentinels, one_outage, spent};
 use super::{Store, needs_the_store, show_at};
 use crate::util::{retry, retry_sh, scratch};
 
@@ -100,14 +98,10 @@ fn a_run_follows_a_sentinel_failover_without_missing_a_call() {
     // sentinels' announcement: its calls reach the new master.
     // (It is demoted 8 s or more after the failover: a run that waited for
     // that would be seen here.)
-    five_more_calls(
-        &url,
-        "fo",
+    let (warnings, _) = run.finish_after_five_calls(
         Duration::from_secs(5),
         "the run's calls never reached the new master",
     );
-    let out = run.finish();
-    let (warnings, _) = succeeded(&out);
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_ne!(old, new);
     assert!(s.server(new, &["ROLE"]).starts_with("master"));
@@ -122,14 +116,10 @@ fn a_run_outlives_kill_9_of_the_sentinel_master_and_comes_back_to_the_new_one() 
     let new = s.kill_master();
     // While the sentinels had not named the new master, a run that needs
     // the store is refused; once they have, it gets it.
-    five_more_calls(
-        &url,
-        "kill",
+    let (warnings, notes) = run.finish_after_five_calls(
         Duration::from_secs(20),
         "the run never came back to the store",
     );
-    let out = run.finish();
-    let (warnings, notes) = succeeded(&out);
     // One warning for the whole failover, then back in use.
     one_outage(&warnings, &notes);
     assert!(failures_before >= 1.0);

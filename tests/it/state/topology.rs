@@ -600,6 +600,8 @@ impl Cluster {
 pub struct LongRun {
     running: crate::util::Running,
     done: PathBuf,
+    url: String,
+    group: String,
     _dir: tempfile::TempDir,
 }
 
@@ -653,14 +655,33 @@ impl LongRun {
         LongRun {
             running,
             done,
+            url: url.to_string(),
+            group: group.to_string(),
             _dir: dir,
         }
     }
 
-    /// Lets the command succeed, and waits for the run's end.
-    pub fn finish(self) -> crate::util::Outcome {
+    /// Once the run has spent five tokens more than now (its calls reach
+    /// the store; fails saying `never` after `within`), lets the command
+    /// succeed. The run must end with exit 0; returns the warnings and notes
+    /// about shared state in its log.
+    #[track_caller]
+    pub fn finish_after_five_calls(
+        self,
+        within: Duration,
+        never: &str,
+    ) -> (Vec<String>, Vec<String>) {
+        let before = spent(&self.url, &self.group);
+        let until = Instant::now() + within;
+        while spent(&self.url, &self.group) < before + 5.0 {
+            assert!(Instant::now() < until, "{never}");
+            thread::sleep(Duration::from_millis(100));
+        }
         std::fs::write(&self.done, b"").expect("done");
-        self.running.wait()
+        let out = self.running.wait();
+        out.expect_code(0);
+        let log = out.json();
+        (messages(&log, "warning"), messages(&log, "note"))
     }
 }
 
@@ -686,26 +707,6 @@ pub fn spent(url: &str, group: &str) -> f64 {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no budget count in {text}"));
     100_000.0 - count
-}
-
-/// Waits until the run of `group` has spent five tokens more through `url`
-/// than now: its calls reach the store. Fails saying `never` after `within`.
-#[track_caller]
-pub fn five_more_calls(url: &str, group: &str, within: Duration, never: &str) {
-    let before = spent(url, group);
-    let until = Instant::now() + within;
-    while spent(url, group) < before + 5.0 {
-        assert!(Instant::now() < until, "{never}");
-        thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// The warnings and notes about shared state of a run that ended with exit 0.
-#[track_caller]
-pub fn succeeded(out: &crate::util::Outcome) -> (Vec<String>, Vec<String>) {
-    out.expect_code(0);
-    let log = out.json();
-    (messages(&log, "warning"), messages(&log, "note"))
 }
 
 /// One warning for the whole outage of the store, then the note that it is
