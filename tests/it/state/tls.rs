@@ -5,7 +5,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::topology::{MASTER, Node, REDIS, cli_tls, cluster_args, create_cluster, settle};
+use super::topology::{
+    MASTER, NO_DISK, Node, REDIS, cli_tls, cluster_args, create_cluster, settle,
+};
 use super::trusted_only;
 use crate::util::{free_port, path_str};
 
@@ -28,19 +30,8 @@ fn node_certificate(pki: &crate::pki::Pki) {
 /// What every TLS-only server here gets: its certificate, no plain port.
 fn tls_args(pki: &Path, port: u16) -> Vec<String> {
     let mut a = super::tls_only(pki, "node.pem", port);
-    a.extend(
-        [
-            "--tls-replication",
-            "yes",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--logfile",
-            "log",
-        ]
-        .map(String::from),
-    );
+    a.extend(["--tls-replication", "yes"].map(String::from));
+    a.extend(NO_DISK.map(String::from));
     a
 }
 

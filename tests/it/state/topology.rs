@@ -144,25 +144,17 @@ pub fn settle(what: &str, within: Duration, mut ready: impl FnMut() -> bool) {
     }
 }
 
+/// No persistence, and a log of its own in the server's directory.
+pub const NO_DISK: [&str; 6] = ["--save", "", "--appendonly", "no", "--logfile", "log"];
+
 /// The arguments every server gets: 127.0.0.1, no persistence, its own log.
 fn base_args(port: u16, password: Option<&str>) -> Vec<String> {
-    let mut a: Vec<String> = [
-        "--port",
-        &port.to_string(),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--logfile",
-        "log",
-        "--repl-diskless-sync-delay",
-        "0",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut a: Vec<String> = ["--port", &port.to_string(), "--bind", "127.0.0.1"]
+        .iter()
+        .chain(&NO_DISK)
+        .chain(&["--repl-diskless-sync-delay", "0"])
+        .map(|s| s.to_string())
+        .collect();
     if let Some(p) = password {
         a.extend(["--requirepass", p, "--masterauth", p].map(String::from));
     }
