@@ -343,6 +343,19 @@ mod tests {
         opts(args).expect("valid").shared.expect("shared state")
     }
 
+    /// `--group g --budget --state URL --state-password-file FILE`.
+    fn with_password_file<'a>(url: &'a str, file: &'a str) -> [&'a str; 7] {
+        [
+            "--group",
+            "g",
+            "--budget",
+            "--state",
+            url,
+            "--state-password-file",
+            file,
+        ]
+    }
+
     #[test]
     fn rates() {
         assert_eq!(parse_rate("20/s"), Ok(50_000));
@@ -415,18 +428,10 @@ mod tests {
     /// The password file `--state` `url` is given with when
     /// `RETRY_STATE_PASSWORD_FILE` in the environment named it.
     fn password_file_from_env(url: &str) -> Option<PathBuf> {
-        let mut cli = Cli::parse_from([
-            "retry",
-            "--group",
-            "g",
-            "--budget",
-            "--state",
-            url,
-            "--state-password-file",
-            "/f",
-            "--",
-            "true",
-        ]);
+        let mut argv = vec!["retry"];
+        argv.extend(with_password_file(url, "/f"));
+        argv.extend(["--", "true"]);
+        let mut cli = Cli::parse_from(argv);
         cli.from_env = vec![(
             "state_password_file".into(),
             "RETRY_STATE_PASSWORD_FILE".into(),
@@ -440,35 +445,14 @@ mod tests {
 
     #[test]
     fn a_password_file_is_for_a_redis_url_without_a_password() {
-        let f = shared(&[
-            "--group",
-            "g",
-            "--budget",
-            "--state",
+        let f = shared(&with_password_file(
             "unix:///run/r.sock",
-            "--state-password-file",
             "/run/secrets/redis",
-        ]);
+        ));
         assert_eq!(f.password_file, Some(PathBuf::from("/run/secrets/redis")));
-        let e = err(&[
-            "--group",
-            "g",
-            "--budget",
-            "--state",
-            "redis://:pw@db",
-            "--state-password-file",
-            "/f",
-        ]);
+        let e = err(&with_password_file("redis://:pw@db", "/f"));
         assert!(e.contains("one place") && !e.contains("pw@"), "{e}");
-        let e = err(&[
-            "--group",
-            "g",
-            "--budget",
-            "--state",
-            "/var/lib/x",
-            "--state-password-file",
-            "/f",
-        ]);
+        let e = err(&with_password_file("/var/lib/x", "/f"));
         assert!(e.contains("--state-password-file applies only"), "{e}");
         // From the environment, it is left aside where it does not apply.
         assert_eq!(password_file_from_env("/var/lib/x"), None);
@@ -545,25 +529,9 @@ mod tests {
         let f = shared(&["--group", "g", "--budget", "--state", url]);
         assert_eq!(f.at, StoreAt::Url(url.into()));
         // The sentinels' own password is not the one a file gives.
-        let f = shared(&[
-            "--group",
-            "g",
-            "--budget",
-            "--state",
-            url,
-            "--state-password-file",
-            "/f",
-        ]);
+        let f = shared(&with_password_file(url, "/f"));
         assert_eq!(f.password_file, Some(PathBuf::from("/f")));
-        let e = err(&[
-            "--group",
-            "g",
-            "--budget",
-            "--state",
-            "redis+cluster://:hunter2@n1,n2",
-            "--state-password-file",
-            "/f",
-        ]);
+        let e = err(&with_password_file("redis+cluster://:hunter2@n1,n2", "/f"));
         assert!(e.contains("one place") && !e.contains("hunter2"), "{e}");
         for bad in [
             "redis+sentinel://:hunter2@s1:26379",

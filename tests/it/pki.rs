@@ -67,34 +67,43 @@ impl Pki {
             "/CN=127.0.0.1",
         ]);
         pki.openssl(&csr);
-        std::fs::write(
-            pki.dir.path().join("ext.cnf"),
-            "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
-        )
-        .expect("write ext.cnf");
-        pki.openssl(&[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.pem",
-            "-days",
-            "2",
-            "-extfile",
-            "ext.cnf",
-        ]);
+        pki.sign_for_localhost("server", "ext.cnf", "serverAuth");
         pki
     }
 
     /// Runs openssl in the directory.
     pub fn openssl(&self, args: &[&str]) {
         openssl(self.dir.path(), args);
+    }
+
+    /// `NAME.pem`: the CA's signature on `NAME.csr`, for 127.0.0.1 and the
+    /// extended key `usage`, not a CA; its extensions are written to `ext`.
+    pub fn sign_for_localhost(&self, name: &str, ext: &str, usage: &str) {
+        std::fs::write(
+            self.dir.path().join(ext),
+            format!(
+                "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage={usage}\n"
+            ),
+        )
+        .unwrap_or_else(|e| panic!("write {ext}: {e}"));
+        let (csr, pem) = (format!("{name}.csr"), format!("{name}.pem"));
+        self.openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            &csr,
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            &pem,
+            "-days",
+            "2",
+            "-extfile",
+            ext,
+        ]);
     }
 
     /// `NAME.pem` and `NAME.key`: a self-signed certificate for `cn` as the

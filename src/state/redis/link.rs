@@ -43,7 +43,7 @@ use redis::{
     RedisConnectionInfo, RedisError, Role,
 };
 
-use super::address::{Address, Node};
+use super::address::{Address, Auth, Node};
 use super::words::{connect_failure, redis_words};
 
 /// Connecting, including TLS and AUTH.
@@ -104,6 +104,36 @@ fn tcp(node: &Node, tls: bool) -> ConnectionAddr {
     }
 }
 
+/// The credentials as the redis crate takes them; `password`, from a file,
+/// replaces the URL's.
+fn credentials(auth: &Auth, password: Option<String>) -> RedisConnectionInfo {
+    let mut info = RedisConnectionInfo::default();
+    if let Some(u) = &auth.user {
+        info = info.set_username(u);
+    }
+    if let Some(p) = password.or_else(|| auth.password.clone()) {
+        info = info.set_password(p);
+    }
+    info
+}
+
+/// How to reach each of `nodes`, asking with `settings` (credentials, db).
+fn addresses(
+    nodes: &[Node],
+    tls: bool,
+    settings: &RedisConnectionInfo,
+) -> anyhow::Result<Vec<ConnectionInfo>> {
+    nodes
+        .iter()
+        .map(|n| {
+            tcp(n, tls)
+                .into_connection_info()
+                .map(|i| i.set_redis_settings(settings.clone()))
+        })
+        .collect::<Result<_, _>>()
+        .map_err(invalid)
+}
+
 fn invalid(e: RedisError) -> anyhow::Error {
     anyhow!("invalid Redis URL: {}", redis_words(&e))
 }
@@ -125,32 +155,10 @@ impl Link {
                 }
             }
             Address::Sentinel(s) => {
-                let mut redis = RedisConnectionInfo::default().set_db(s.db);
-                if let Some(u) = &s.auth.user {
-                    redis = redis.set_username(u);
-                }
-                if let Some(p) = password.or(s.auth.password) {
-                    redis = redis.set_password(p);
-                }
-                let mut theirs = RedisConnectionInfo::default();
-                if let Some(u) = &s.sentinel_auth.user {
-                    theirs = theirs.set_username(u);
-                }
-                if let Some(p) = &s.sentinel_auth.password {
-                    theirs = theirs.set_password(p);
-                }
-                let sentinels = s
-                    .sentinels
-                    .iter()
-                    .map(|n| {
-                        tcp(n, s.tls)
-                            .into_connection_info()
-                            .map(|i| i.set_redis_settings(theirs.clone()))
-                    })
-                    .collect::<Result<_, _>>()
-                    .map_err(invalid)?;
+                let redis = credentials(&s.auth, password).set_db(s.db);
+                let theirs = credentials(&s.sentinel_auth, None);
                 Kind::Sentinel {
-                    sentinels,
+                    sentinels: addresses(&s.sentinels, s.tls, &theirs)?,
                     first: 0,
                     master: s.master,
                     conn: None,
@@ -160,23 +168,8 @@ impl Link {
                 }
             }
             Address::Cluster(c) => {
-                let mut redis = RedisConnectionInfo::default();
-                if let Some(u) = &c.auth.user {
-                    redis = redis.set_username(u);
-                }
-                if let Some(p) = password.or(c.auth.password) {
-                    redis = redis.set_password(p);
-                }
-                let seeds: Vec<ConnectionInfo> = c
-                    .seeds
-                    .iter()
-                    .map(|n| {
-                        tcp(n, c.tls)
-                            .into_connection_info()
-                            .map(|i| i.set_redis_settings(redis.clone()))
-                    })
-                    .collect::<Result<_, _>>()
-                    .map_err(invalid)?;
+                let redis = credentials(&c.auth, password);
+                let seeds = addresses(&c.seeds, c.tls, &redis)?;
                 let client = ClusterClientBuilder::new(seeds)
                     .connection_timeout(CONNECT_TIMEOUT)
                     .response_timeout(COMMAND_TIMEOUT)

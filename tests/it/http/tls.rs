@@ -14,6 +14,19 @@ impl Pki {
         )
     }
 
+    /// An HTTPS server presenting `server.pem` that answers every request
+    /// with `status` (`301 Moved`...) and `location`.
+    fn redirecting(&self, status: &str, location: &str) -> TlsServer {
+        let answer = format!(
+            "HTTP/1.1 {status}\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        );
+        TlsServer::answering(
+            &self.path("server.pem"),
+            &self.path("server.key"),
+            answer.into_bytes(),
+        )
+    }
+
     /// `retry --http URL --cacert CA MORE...`, CA being a file in the directory.
     fn fetch(&self, url: &str, ca: &str, more: &[&str]) -> Run {
         let ca = self.path(ca);
@@ -285,15 +298,7 @@ fn an_http_probe_never_reads_the_root_certificates() {
 fn a_redirect_from_https_down_to_http_is_refused() {
     let pki = Pki::new();
     let plain = Server::start(vec![reply(200).body("in clear")]);
-    let answer = format!(
-        "HTTP/1.1 301 Moved\r\nLocation: {}/?token=t0k\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-        plain.url
-    );
-    let s = TlsServer::answering(
-        &pki.path("server.pem"),
-        &pki.path("server.key"),
-        answer.into_bytes(),
-    );
+    let s = pki.redirecting("301 Moved", &format!("{}/?token=t0k", plain.url));
     let r = pki.fetch(&s.url("127.0.0.1"), "ca.pem", &["-b", "10ms"]);
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(
@@ -310,15 +315,7 @@ fn a_redirect_from_https_down_to_http_is_refused() {
 fn pings_and_pushes_refuse_a_redirect_from_https_down_to_http() {
     let pki = Pki::new();
     let plain = Server::start(vec![reply(200)]);
-    let answer = format!(
-        "HTTP/1.1 307 Moved\r\nLocation: {}/ping/s3cret-uuid\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
-        plain.url
-    );
-    let s = TlsServer::answering(
-        &pki.path("server.pem"),
-        &pki.path("server.key"),
-        answer.into_bytes(),
-    );
+    let s = pki.redirecting("307 Moved", &format!("{}/ping/s3cret-uuid", plain.url));
     let ping = format!("https://127.0.0.1:{}/ping/s3cret-uuid", s.port);
     let gateway = format!("https://u:pushpw@127.0.0.1:{}", s.port);
     let ca = pki.path("ca.pem");

@@ -44,6 +44,26 @@ fn touch_then(
     (running, dir, marker)
 }
 
+/// `retry OPTIONS -v --ping-log --ping URL -- sh -c SCRIPT ARGS...`, which
+/// gives up with exit 1: the run, and the body of its final ping.
+#[track_caller]
+fn given_up_with_summary(
+    hb: &Recorder,
+    options: &[&str],
+    script: &str,
+    sh_args: &[&str],
+) -> (crate::util::Outcome, String) {
+    let url = hb.url(CHECK);
+    let mut args = options.to_vec();
+    args.extend(["-v", "--ping-log", "--ping", &url, "--", "sh", "-c", script]);
+    args.extend_from_slice(sh_args);
+    let out = retry(args).run();
+    out.expect_code(1);
+    let body =
+        String::from_utf8(hb.seen().last().expect("final ping").body.clone()).expect("utf-8");
+    (out, body)
+}
+
 #[test]
 fn a_run_that_recovers_sends_start_and_success_and_nothing_per_attempt() {
     let hb = ok();
@@ -115,28 +135,15 @@ fn the_url_may_come_from_retry_ping_and_the_final_ping_carries_the_log() {
 fn the_summary_is_masked_and_at_most_10_kb() {
     let hb = ok();
     // Many attempts make a long log; the command line carries secrets.
-    let out = retry([
-        "--max",
-        "300",
-        "--base",
-        "1ms",
-        "--cap",
-        "1ms",
-        "-v",
-        "--ping-log",
-        "--ping",
-        &hb.url(CHECK),
-        "--",
-        "sh",
-        "-c",
+    let (_, body) = given_up_with_summary(
+        &hb,
+        &["--max", "300", "--base", "1ms", "--cap", "1ms"],
         "exit 1",
-        "--password=hunter2",
-        "https://u:pw-in-url@example.com/?token=tok-in-query",
-    ])
-    .run();
-    out.expect_code(1);
-    let seen = hb.seen();
-    let body = String::from_utf8(seen.last().expect("final ping").body.clone()).expect("utf-8");
+        &[
+            "--password=hunter2",
+            "https://u:pw-in-url@example.com/?token=tok-in-query",
+        ],
+    );
     assert!(body.len() <= 10_000, "{}", body.len());
     assert!(
         body.contains("retry: giving up after 300 attempts"),
@@ -198,31 +205,20 @@ fn secrets_inside_sh_c_and_tools_own_password_options_never_leave_the_host() {
     let hb = ok();
     let script = "curl -u admin:pw-of-curl -H 'Authorization: Bearer tok-in-header' \
                   https://h.invalid/ || mysql -ppw-of-mysql db; exit 1";
-    let out = retry([
-        "--max",
-        "1",
-        "-v",
-        "--log-format",
-        "json",
-        "--ping-log",
-        "--ping",
-        &hb.url(CHECK),
-        "--",
-        "sh",
-        "-c",
+    let (out, body) = given_up_with_summary(
+        &hb,
+        &["--max", "1", "--log-format", "json"],
         script,
-        "sshpass",
-        "-p",
-        "pw-of-sshpass",
-        "redis-cli",
-        "-a",
-        "pw-of-redis",
-        "host=db password=pw-of-libpq",
-    ])
-    .run();
-    out.expect_code(1);
-    let body =
-        String::from_utf8(hb.seen().last().expect("final ping").body.clone()).expect("utf-8");
+        &[
+            "sshpass",
+            "-p",
+            "pw-of-sshpass",
+            "redis-cli",
+            "-a",
+            "pw-of-redis",
+            "host=db password=pw-of-libpq",
+        ],
+    );
     let log = out.stderr_text();
     for secret in [
         "pw-of-curl",

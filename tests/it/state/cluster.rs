@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use super::rules::{breaker_cycle, budget_is_exact_under_concurrency, pace_spaces_retries};
-use super::topology::{Cluster, Flavor, LongRun, REDIS, messages, spent};
+use super::topology::{Cluster, Flavor, LongRun, REDIS, one_outage};
 use super::{Store, show_at};
 use crate::util::retry_sh;
 
@@ -74,18 +74,10 @@ fn a_run_follows_a_cluster_failover_without_missing_a_call() {
     let key = "retry:{fo}:state";
     let (old, _) = c.shard_of(key);
     let new = c.failover(key);
-    let before = spent(&url, "fo");
-    let until = Instant::now() + Duration::from_secs(10);
-    while spent(&url, "fo") < before + 5.0 {
-        assert!(
-            Instant::now() < until,
-            "the run's calls never reached the new master"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let out = run.finish();
-    out.expect_code(0);
-    let warnings = messages(&out.json(), "warning");
+    let (warnings, _) = run.finish_after_five_calls(
+        Duration::from_secs(10),
+        "the run's calls never reached the new master",
+    );
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_ne!(old.port, new);
     assert!(c.holds(new, key));
@@ -98,28 +90,10 @@ fn a_run_outlives_kill_9_of_its_groups_cluster_master() {
     let run = LongRun::start(&url, "kill");
     let key = "retry:{kill}:state";
     let new = c.kill_master(key);
-    let before = spent(&url, "kill");
-    let until = Instant::now() + Duration::from_secs(20);
-    while spent(&url, "kill") < before + 5.0 {
-        assert!(
-            Instant::now() < until,
-            "the run never came back to the store"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let out = run.finish();
-    out.expect_code(0);
-    let log = out.json();
-    let warnings = messages(&log, "warning");
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(
-        warnings[0].contains("running without it for now"),
-        "{warnings:?}"
+    let (warnings, notes) = run.finish_after_five_calls(
+        Duration::from_secs(20),
+        "the run never came back to the store",
     );
-    let notes = messages(&log, "note");
-    assert!(
-        notes.iter().any(|n| n.ends_with("in use again")),
-        "{notes:?}"
-    );
+    one_outage(&warnings, &notes);
     assert!(c.holds(new, key));
 }

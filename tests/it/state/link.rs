@@ -376,7 +376,7 @@ fn a_single_address_is_resolved_again_when_its_server_is_demoted() {
     // again, looking the name up again. Here the name first leaves (the
     // lookup fails: the store fails open), then comes back with the server
     // promoted again (the store is in use again).
-    use super::topology::{REDIS, cli, settle};
+    use super::topology::{REDIS, cli, fails_until, long_run_args, settle};
     let redis = Redis::tcp_with_password("pw");
     let port: u16 = redis
         .url
@@ -394,40 +394,10 @@ fn a_single_address_is_resolved_again_when_its_server_is_demoted() {
         t.path().join("log"),
     );
     let url = format!("redis://:pw@primary.redis.test:{port}/0");
-    let script = format!(
-        "[ -e '{}' ] && exit 0; touch '{}'; exit 1",
-        path_str(&done),
-        path_str(&started)
-    );
-    let Some(mut child) = spawn_with_hosts(
-        &hosts,
-        &log,
-        &[
-            "--group",
-            "moved",
-            "--state",
-            &url,
-            "--budget",
-            "100000",
-            "--pace",
-            "20/s",
-            "--max",
-            "100000",
-            "--base",
-            "1ms",
-            "--cap",
-            "1ms",
-            "--max-time",
-            "60s",
-            "--log-format",
-            "json",
-            "-v",
-            "--",
-            "sh",
-            "-c",
-            &script,
-        ],
-    ) else {
+    let script = fails_until(&done, &started);
+    let mut args = long_run_args("moved", &url, "60s").to_vec();
+    args.extend(["--", "sh", "-c", &script]);
+    let Some(mut child) = spawn_with_hosts(&hosts, &log, &args) else {
         return;
     };
     wait_for_file(&started, Duration::from_secs(20));

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::util::{command, free_port, path_str, retry, scratch, wait_for_port};
+use crate::util::{command, free_port, path_str, retry, retry_sh, scratch, wait_for_port};
 
 mod cluster;
 mod failing;
@@ -134,27 +134,8 @@ impl Redis {
         let dir = crate::pki::Pki::new().dir;
         let d = dir.path();
         let port = free_port();
-        let p = port.to_string();
-        let f = |n: &str| path_str(&d.join(n));
-        let child = server(
-            d,
-            &[
-                "--port",
-                "0",
-                "--tls-port",
-                &p,
-                "--bind",
-                "127.0.0.1",
-                "--tls-cert-file",
-                &f("server.pem"),
-                "--tls-key-file",
-                &f("server.key"),
-                "--tls-ca-cert-file",
-                &f("ca.pem"),
-                "--tls-auth-clients",
-                "no",
-            ],
-        );
+        let args = tls_only(d, "server.pem", port);
+        let child = server(d, &args.iter().map(String::as_str).collect::<Vec<_>>());
         let ca = d.join("ca.pem");
         let redis = Redis {
             child,
@@ -208,6 +189,31 @@ impl Conn {
             Conn::Tcp(s) => s.read(b),
         }
     }
+}
+
+/// The arguments of a server that speaks TLS only, on 127.0.0.1:`port`,
+/// presenting `cert` (with `server.key`) from the PKI in `pki`; clients
+/// need no certificate.
+fn tls_only(pki: &Path, cert: &str, port: u16) -> Vec<String> {
+    let f = |n: &str| path_str(&pki.join(n));
+    [
+        "--port",
+        "0",
+        "--tls-port",
+        &port.to_string(),
+        "--bind",
+        "127.0.0.1",
+        "--tls-cert-file",
+        &f(cert),
+        "--tls-key-file",
+        &f("server.key"),
+        "--tls-ca-cert-file",
+        &f("ca.pem"),
+        "--tls-auth-clients",
+        "no",
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 fn server(dir: &Path, args: &[&str]) -> Child {
@@ -303,6 +309,35 @@ fn show_at(s: &str, group: &str, extra: &[&str]) -> String {
 /// under one shared rule.
 fn one_attempt<'a>(group: &'a str, state: &'a str, rule: &'a str, spec: &'a str) -> [&'a str; 8] {
     ["--group", group, "--state", state, rule, spec, "--max", "1"]
+}
+
+/// `--group g --state URL --budget --state-required`: a run that needs the
+/// store.
+fn needs_the_store(url: &str) -> [&str; 6] {
+    [
+        "--group",
+        "g",
+        "--state",
+        url,
+        "--budget",
+        "--state-required",
+    ]
+}
+
+/// Runs that need the store at `url`: trusted (`SSL_CERT_FILE` is `ca`),
+/// the store is used; not trusted, the run is refused for the certificate.
+#[track_caller]
+fn trusted_only(url: &str, ca: &Path) {
+    let args = needs_the_store(url);
+    let out = retry_sh(&args, "exit 0").env("SSL_CERT_FILE", ca).run();
+    out.expect_code(0);
+    let out = retry_sh(&args, "exit 0").run();
+    out.expect_code(125);
+    assert!(
+        out.stderr_text().contains("certificate"),
+        "{}",
+        out.stderr_text()
+    );
 }
 
 /// The budget count `--state-show` reports.

@@ -4,11 +4,11 @@
 //! through `kill -9` of the master.
 
 use std::os::unix::fs::PermissionsExt;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::rules::{breaker_cycle, budget_is_exact_under_concurrency, pace_spaces_retries};
-use super::topology::{LongRun, MASTER, REDIS, Sentinels, messages, spent};
-use super::{Store, show_at};
+use super::topology::{LongRun, MASTER, REDIS, Sentinels, one_outage, spent};
+use super::{Store, needs_the_store, show_at};
 use crate::util::{retry, retry_sh, scratch};
 
 /// The sentinels' URL with both passwords in it.
@@ -86,14 +86,6 @@ fn a_sentinel_managed_master_holds_pace_budget_and_breaker() {
     assert_eq!(std::fs::read_to_string(&seen).expect("seen"), s.url());
 }
 
-/// The warnings and notes of a run that ended with exit 0.
-#[track_caller]
-fn succeeded(out: &crate::util::Outcome) -> (Vec<String>, Vec<String>) {
-    out.expect_code(0);
-    let log = out.json();
-    (messages(&log, "warning"), messages(&log, "note"))
-}
-
 #[test]
 fn a_run_follows_a_sentinel_failover_without_missing_a_call() {
     let s = Sentinels::new(REDIS);
@@ -106,17 +98,10 @@ fn a_run_follows_a_sentinel_failover_without_missing_a_call() {
     // sentinels' announcement: its calls reach the new master.
     // (It is demoted 8 s or more after the failover: a run that waited for
     // that would be seen here.)
-    let before = spent(&url, "fo");
-    let until = Instant::now() + Duration::from_secs(5);
-    while spent(&url, "fo") < before + 5.0 {
-        assert!(
-            Instant::now() < until,
-            "the run's calls never reached the new master"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let out = run.finish();
-    let (warnings, _) = succeeded(&out);
+    let (warnings, _) = run.finish_after_five_calls(
+        Duration::from_secs(5),
+        "the run's calls never reached the new master",
+    );
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_ne!(old, new);
     assert!(s.server(new, &["ROLE"]).starts_with("master"));
@@ -131,27 +116,12 @@ fn a_run_outlives_kill_9_of_the_sentinel_master_and_comes_back_to_the_new_one() 
     let new = s.kill_master();
     // While the sentinels had not named the new master, a run that needs
     // the store is refused; once they have, it gets it.
-    let before = spent(&url, "kill");
-    let until = Instant::now() + Duration::from_secs(20);
-    while spent(&url, "kill") < before + 5.0 {
-        assert!(
-            Instant::now() < until,
-            "the run never came back to the store"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let out = run.finish();
-    let (warnings, notes) = succeeded(&out);
+    let (warnings, notes) = run.finish_after_five_calls(
+        Duration::from_secs(20),
+        "the run never came back to the store",
+    );
     // One warning for the whole failover, then back in use.
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(
-        warnings[0].contains("running without it for now"),
-        "{warnings:?}"
-    );
-    assert!(
-        notes.iter().any(|n| n.ends_with("in use again")),
-        "{notes:?}"
-    );
+    one_outage(&warnings, &notes);
     assert!(failures_before >= 1.0);
     assert!(s.server(new, &["ROLE"]).starts_with("master"));
 }
@@ -171,14 +141,7 @@ fn a_required_store_in_the_middle_of_a_sentinel_failover_exits_125() {
     // The sentinels take a second to see the master down, then elect and
     // promote: this run comes before that.
     let out = retry_sh(
-        &[
-            "--group",
-            "g",
-            "--state",
-            &url,
-            "--budget",
-            "--state-required",
-        ],
+        &needs_the_store(&url),
         &format!("touch '{}'", ran.display()),
     )
     .run();
@@ -191,16 +154,6 @@ fn a_required_store_in_the_middle_of_a_sentinel_failover_exits_125() {
     );
     // Once the replica is promoted, the same run goes through.
     s.wait_for_master(s.other(old), Duration::from_secs(30));
-    let out = retry([
-        "--group",
-        "g",
-        "--state",
-        &url,
-        "--budget",
-        "--state-required",
-        "--",
-        "true",
-    ])
-    .run();
+    let out = retry(needs_the_store(&url).into_iter().chain(["--", "true"])).run();
     out.expect_code(0);
 }

@@ -5,17 +5,15 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::topology::{MASTER, Node, REDIS, cli_tls, settle};
-use crate::util::{free_port, path_str, retry_sh};
+use super::topology::{
+    MASTER, NO_DISK, Node, REDIS, cli_tls, cluster_args, create_cluster, settle,
+};
+use super::trusted_only;
+use crate::util::{free_port, path_str};
 
 /// A certificate for 127.0.0.1 good for a client as for a server
 /// (`node.pem`, with `server.key`): cluster nodes present it to each other.
 fn node_certificate(pki: &crate::pki::Pki) {
-    std::fs::write(
-        pki.dir.path().join("node.cnf"),
-        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth,clientAuth\n",
-    )
-    .expect("node.cnf");
     pki.openssl(&[
         "req",
         "-new",
@@ -26,77 +24,15 @@ fn node_certificate(pki: &crate::pki::Pki) {
         "-subj",
         "/CN=127.0.0.1",
     ]);
-    pki.openssl(&[
-        "x509",
-        "-req",
-        "-in",
-        "node.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "node.pem",
-        "-days",
-        "2",
-        "-extfile",
-        "node.cnf",
-    ]);
+    pki.sign_for_localhost("node", "node.cnf", "serverAuth,clientAuth");
 }
 
 /// What every TLS-only server here gets: its certificate, no plain port.
 fn tls_args(pki: &Path, port: u16) -> Vec<String> {
-    let f = |n: &str| path_str(&pki.join(n));
-    [
-        "--port",
-        "0",
-        "--tls-port",
-        &port.to_string(),
-        "--bind",
-        "127.0.0.1",
-        "--tls-cert-file",
-        &f("node.pem"),
-        "--tls-key-file",
-        &f("server.key"),
-        "--tls-ca-cert-file",
-        &f("ca.pem"),
-        "--tls-auth-clients",
-        "no",
-        "--tls-replication",
-        "yes",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--logfile",
-        "log",
-    ]
-    .map(String::from)
-    .to_vec()
-}
-
-/// Runs with `--state URL --budget --state-required`: trusted, the store
-/// is used; not trusted, the run is refused for the certificate.
-#[track_caller]
-fn trusted_only(url: &str, ca: &Path) {
-    let args = [
-        "--group",
-        "g",
-        "--state",
-        url,
-        "--budget",
-        "--state-required",
-    ];
-    let out = retry_sh(&args, "exit 0").env("SSL_CERT_FILE", ca).run();
-    out.expect_code(0);
-    let out = retry_sh(&args, "exit 0").run();
-    out.expect_code(125);
-    assert!(
-        out.stderr_text().contains("certificate"),
-        "{}",
-        out.stderr_text()
-    );
+    let mut a = super::tls_only(pki, "node.pem", port);
+    a.extend(["--tls-replication", "yes"].map(String::from));
+    a.extend(NO_DISK.map(String::from));
+    a
 }
 
 #[test]
@@ -150,36 +86,14 @@ fn tls_forms_speak_tls_to_sentinels_masters_and_cluster_nodes() {
             let dir = d.join(format!("node{i}"));
             std::fs::create_dir(&dir).expect("dir");
             let mut args = tls_args(d, port);
-            args.extend(
-                [
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                    "--tls-cluster",
-                    "yes",
-                    "--cluster-port",
-                    &free_port().to_string(),
-                ]
-                .map(String::from),
-            );
+            args.extend(cluster_args(&["--tls-cluster", "yes"]));
             Node::spawn(REDIS.server, &dir, port, &args)
         })
         .collect();
-    for n in &nodes {
-        settle("a TLS cluster node", Duration::from_secs(10), || {
-            cli_tls(REDIS, n.port, &ca, &["PING"]).contains("PONG")
-        });
-    }
-    let mut create = vec!["--cluster".to_string(), "create".into()];
-    create.extend(nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)));
-    create.extend(["--cluster-replicas", "0", "--cluster-yes"].map(String::from));
-    let words: Vec<&str> = create.iter().map(String::as_str).collect();
-    let out = cli_tls(REDIS, nodes[0].port, &ca, &words);
-    assert!(
-        out.contains("All 16384 slots covered"),
-        "cluster create: {out}"
-    );
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
+    create_cluster(&ports, "0", "a TLS cluster node", |p, words| {
+        cli_tls(REDIS, p, &ca, words)
+    });
     settle("the TLS cluster", Duration::from_secs(20), || {
         nodes
             .iter()

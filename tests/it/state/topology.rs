@@ -144,25 +144,17 @@ pub fn settle(what: &str, within: Duration, mut ready: impl FnMut() -> bool) {
     }
 }
 
+/// No persistence, and a log of its own in the server's directory.
+pub const NO_DISK: [&str; 6] = ["--save", "", "--appendonly", "no", "--logfile", "log"];
+
 /// The arguments every server gets: 127.0.0.1, no persistence, its own log.
 fn base_args(port: u16, password: Option<&str>) -> Vec<String> {
-    let mut a: Vec<String> = [
-        "--port",
-        &port.to_string(),
-        "--bind",
-        "127.0.0.1",
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--logfile",
-        "log",
-        "--repl-diskless-sync-delay",
-        "0",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut a: Vec<String> = ["--port", &port.to_string(), "--bind", "127.0.0.1"]
+        .iter()
+        .chain(&NO_DISK)
+        .chain(&["--repl-diskless-sync-delay", "0"])
+        .map(|s| s.to_string())
+        .collect();
     if let Some(p) = password {
         a.extend(["--requirepass", p, "--masterauth", p].map(String::from));
     }
@@ -342,6 +334,48 @@ impl Sentinels {
     }
 }
 
+/// The arguments that make a server a cluster node, with `more`.
+pub fn cluster_args(more: &[&str]) -> Vec<String> {
+    let mut a: Vec<String> = [
+        "--cluster-enabled",
+        "yes",
+        "--cluster-config-file",
+        "nodes.conf",
+    ]
+    .map(String::from)
+    .to_vec();
+    a.extend(more.iter().map(|s| s.to_string()));
+    // The bus port is the port + 10000 unless given: past 65535 for
+    // ephemeral ports.
+    a.extend(["--cluster-port".to_string(), free_port().to_string()]);
+    a
+}
+
+/// `--cluster create` of the nodes on `ports`, `replicas` replicas a
+/// master, once each node answers (`what` is waited for); `cli` sends a node
+/// its words. Checks that every slot is covered.
+pub fn create_cluster(
+    ports: &[u16],
+    replicas: &str,
+    what: &str,
+    cli: impl Fn(u16, &[&str]) -> String,
+) {
+    for p in ports {
+        settle(what, Duration::from_secs(10), || {
+            cli(*p, &["PING"]).contains("PONG")
+        });
+    }
+    let mut create: Vec<String> = vec!["--cluster".into(), "create".into()];
+    create.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
+    create.extend(["--cluster-replicas", replicas, "--cluster-yes"].map(String::from));
+    let words: Vec<&str> = create.iter().map(String::as_str).collect();
+    let out = cli(ports[0], &words);
+    assert!(
+        out.contains("All 16384 slots covered"),
+        "cluster create: {out}"
+    );
+}
+
 /// Three masters, each with a replica, over the cluster's 16384 slots.
 pub struct Cluster {
     pub flavor: Flavor,
@@ -379,21 +413,7 @@ impl Cluster {
                 let d = dir.path().join(format!("node{i}"));
                 std::fs::create_dir(&d).expect("node dir");
                 let mut args = base_args(port, password);
-                args.extend(
-                    [
-                        "--cluster-enabled",
-                        "yes",
-                        "--cluster-config-file",
-                        "nodes.conf",
-                        "--cluster-node-timeout",
-                        "1000",
-                        // The bus port is the port + 10000 unless given: past
-                        // 65535 for ephemeral ports.
-                        "--cluster-port",
-                        &free_port().to_string(),
-                    ]
-                    .map(String::from),
-                );
+                args.extend(cluster_args(&["--cluster-node-timeout", "1000"]));
                 let child = Node::start(flavor.server, &d, &args);
                 Node {
                     port,
@@ -407,20 +427,8 @@ impl Cluster {
             nodes,
             _dir: dir,
         };
-        for n in &c.nodes {
-            settle("a cluster node", Duration::from_secs(10), || {
-                c.cli(n.port, &["PING"]).contains("PONG")
-            });
-        }
-        let mut create: Vec<String> = vec!["--cluster".into(), "create".into()];
-        create.extend(c.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)));
-        create.extend(["--cluster-replicas", "1", "--cluster-yes"].map(String::from));
-        let words: Vec<&str> = create.iter().map(String::as_str).collect();
-        let out = c.cli(c.nodes[0].port, &words);
-        assert!(
-            out.contains("All 16384 slots covered"),
-            "cluster create: {out}"
-        );
+        let ports: Vec<u16> = c.nodes.iter().map(|n| n.port).collect();
+        create_cluster(&ports, "1", "a cluster node", |p, words| c.cli(p, words));
         c.wait_settled(Duration::from_secs(20));
         c
     }
@@ -584,7 +592,44 @@ impl Cluster {
 pub struct LongRun {
     running: crate::util::Running,
     done: PathBuf,
+    url: String,
+    group: String,
     _dir: tempfile::TempDir,
+}
+
+/// The options of such a run of `group` on `url`, for `max_time` at most,
+/// logging in JSON.
+pub fn long_run_args<'a>(group: &'a str, url: &'a str, max_time: &'a str) -> [&'a str; 19] {
+    [
+        "--group",
+        group,
+        "--state",
+        url,
+        "--budget",
+        "100000",
+        "--pace",
+        "20/s",
+        "--max",
+        "100000",
+        "--base",
+        "1ms",
+        "--cap",
+        "1ms",
+        "--max-time",
+        max_time,
+        "--log-format",
+        "json",
+        "-v",
+    ]
+}
+
+/// The command of such a run: touches `started` and fails until `done` is there.
+pub fn fails_until(done: &Path, started: &Path) -> String {
+    format!(
+        "[ -e '{}' ] && exit 0; touch '{}'; exit 1",
+        path_str(done),
+        path_str(started)
+    )
 }
 
 impl LongRun {
@@ -593,48 +638,42 @@ impl LongRun {
         let dir = scratch();
         let started = dir.path().join("started");
         let done = dir.path().join("done");
-        let script = format!(
-            "[ -e '{}' ] && exit 0; touch '{}'; exit 1",
-            path_str(&done),
-            path_str(&started)
-        );
         let running = crate::util::retry_sh(
-            &[
-                "--group",
-                group,
-                "--state",
-                url,
-                "--budget",
-                "100000",
-                "--pace",
-                "20/s",
-                "--max",
-                "100000",
-                "--base",
-                "1ms",
-                "--cap",
-                "1ms",
-                "--max-time",
-                "90s",
-                "--log-format",
-                "json",
-                "-v",
-            ],
-            &script,
+            &long_run_args(group, url, "90s"),
+            &fails_until(&done, &started),
         )
         .spawn();
         crate::util::wait_for_file(&started, Duration::from_secs(20));
         LongRun {
             running,
             done,
+            url: url.to_string(),
+            group: group.to_string(),
             _dir: dir,
         }
     }
 
-    /// Lets the command succeed, and waits for the run's end.
-    pub fn finish(self) -> crate::util::Outcome {
+    /// Once the run has spent five tokens more than now (its calls reach
+    /// the store; fails saying `never` after `within`), lets the command
+    /// succeed. The run must end with exit 0; returns the warnings and notes
+    /// about shared state in its log.
+    #[track_caller]
+    pub fn finish_after_five_calls(
+        self,
+        within: Duration,
+        never: &str,
+    ) -> (Vec<String>, Vec<String>) {
+        let before = spent(&self.url, &self.group);
+        let until = Instant::now() + within;
+        while spent(&self.url, &self.group) < before + 5.0 {
+            assert!(Instant::now() < until, "{never}");
+            thread::sleep(Duration::from_millis(100));
+        }
         std::fs::write(&self.done, b"").expect("done");
-        self.running.wait()
+        let out = self.running.wait();
+        out.expect_code(0);
+        let log = out.json();
+        (messages(&log, "warning"), messages(&log, "note"))
     }
 }
 
@@ -660,6 +699,21 @@ pub fn spent(url: &str, group: &str) -> f64 {
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("no budget count in {text}"));
     100_000.0 - count
+}
+
+/// One warning for the whole outage of the store, then the note that it is
+/// in use again.
+#[track_caller]
+pub fn one_outage(warnings: &[String], notes: &[String]) {
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].contains("running without it for now"),
+        "{warnings:?}"
+    );
+    assert!(
+        notes.iter().any(|n| n.ends_with("in use again")),
+        "{notes:?}"
+    );
 }
 
 /// The messages of one kind about shared state in a JSON log (others, such
