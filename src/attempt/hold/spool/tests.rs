@@ -189,3 +189,17 @@ fn blocks_scale_with_the_bound_and_never_number_more_than_the_most() {
         assert!(state.blocks >= 16, "{max}: {}", state.blocks);
     }
 }
+
+/// With `--hold-output` beside `--last-stdout`, a read of stdout that
+/// crosses the bound sends what was held out, and the rest of that read
+/// must follow it out: held in the ring, it would never be written.
+#[test]
+fn stdout_crossing_the_bound_with_both_rules_loses_no_byte_of_the_read() {
+    let max = 64 << 10;
+    let spool = spool(max, true, true);
+    let text = lines(20_000);
+    assert_eq!(feed(&spool, 1, &text, 1000), Appended::Passed);
+    assert_eq!(emitted()[0], text, "every byte, in order");
+    assert_eq!(spool.report().passing[0], Some(Why::Bound(max)));
+    assert!(!spool.holds(1));
+}
