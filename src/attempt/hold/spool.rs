@@ -439,6 +439,11 @@ impl State {
             return;
         }
         let s = usize::from(head[0].clamp(1, 2)) - 1;
+        // A stream already sent out whole (stdout that must come whole)
+        // is never written from here: nothing of it is dropped.
+        if self.passing[s].is_some() {
+            return;
+        }
         let len = u64::from(u32::from_le_bytes([head[1], head[2], head[3], head[4]]));
         // The record's last newline, searched from its end.
         let mut buf = vec![0u8; 64 * 1024];

@@ -203,3 +203,19 @@ fn stdout_crossing_the_bound_with_both_rules_loses_no_byte_of_the_read() {
     assert_eq!(spool.report().passing[0], Some(Why::Bound(max)));
     assert!(!spool.holds(1));
 }
+
+/// stdout sent out whole at the bound is not counted among the bytes
+/// dropped from the middle, even when the head's last record is stdout's
+/// and ends mid-line: the log would say stdout lost bytes it never lost.
+#[test]
+fn stdout_sent_out_whole_is_not_counted_as_dropped() {
+    let spool = spool(64 << 10, true, true);
+    let mut text = lines(20_000);
+    text.extend_from_slice(b"no newline at the end");
+    feed(&spool, 1, &text, 1000);
+    feed(&spool, 2, &lines(50_000), 1000);
+    assert_eq!(emitted()[0], text);
+    let report = spool.report();
+    assert_eq!(report.dropped[0], Count::default(), "{report:?}");
+    assert!(report.dropped[1].bytes > 0);
+}
