@@ -49,10 +49,10 @@ pub struct RunSummary {
     pub ending: Ending,
 }
 
-/// The environment variables of the reports, which the command does not
-/// get: the heartbeat check and the gateway's job belong to this run (a
-/// retry inside COMMAND must not report to them too), and they may hold a
-/// secret.
+/// The environment variables of the reports, which no child gets (the
+/// command, the hooks): the heartbeat check and the gateway's job belong to
+/// this run (a retry inside either must not report to them too), and they
+/// may hold a secret.
 pub const REPORTS_ENV: [&str; 4] = [
     "RETRY_PING",
     "RETRY_PING_FILE",
