@@ -6,7 +6,7 @@
 //! the flags asked for. The loop never learns which outputs exist; a run
 //! that asked for none pays nothing. Each output is a small module of its
 //! own, as each export format is in a benchmark tool: `held` (the last
-//! attempt's `--hold-output`), `textfile` and `push` (Prometheus metrics,
+//! attempt's held output, `--hold-output` and `--last-stdout`), `textfile` and `push` (Prometheus metrics,
 //! rendered by `metrics`), `ping` (a heartbeat monitor), over the HTTP
 //! client of `client`, and `give_up` (the `--on-give-up` hook).
 //!
@@ -123,7 +123,7 @@ pub trait Output {
 /// The end-of-run options, validated by `policy`. Empty: no output.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FinishOptions {
-    /// `--hold-output`: where the attempts hold their output.
+    /// `--hold-output`, `--last-stdout`: where the attempts hold their output.
     pub hold: Option<Held>,
     /// `--on-give-up`.
     pub on_give_up: Option<Hook>,
