@@ -62,7 +62,12 @@ summary() {
   fi
   echo "tests: $passed passed, $failed failed, $skipped skipped"
 }
-trap 'status=$?; summary "$status"; rm -rf "$work"' EXIT
+# Set while this script's own policy-rc.d keeps installed services from
+# starting: removed however the script ends, an apt failure included.
+no_start=""
+sudo=""
+trap 'status=$?; if [ -n "$no_start" ]; then $sudo rm -f /usr/sbin/policy-rc.d; fi
+  summary "$status"; rm -rf "$work"' EXIT
 
 # step NAME COMMAND...: runs it; a failure is remembered, not fatal.
 step() {
@@ -173,11 +178,10 @@ if [ $((${#need[@]} + ${#bare[@]} + ${#backports[@]})) -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then sudo=""; else sudo="sudo"; fi
   # The tests start their own servers on 127.0.0.1: installing a server
   # package must not start its service (Debian's policy-rc.d convention).
-  no_start=""
   if [ ! -e /usr/sbin/policy-rc.d ]; then
+    no_start=1
     printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
     $sudo chmod 755 /usr/sbin/policy-rc.d
-    no_start=1
   fi
   $sudo apt-get update -qq
   if [ ${#need[@]} -gt 0 ]; then $sudo apt-get install -y -qq "${need[@]}"; fi
@@ -185,7 +189,10 @@ if [ $((${#need[@]} + ${#bare[@]} + ${#backports[@]})) -gt 0 ]; then
     $sudo apt-get install -y -qq --no-install-recommends "${bare[@]}"
   fi
   if [ ${#backports[@]} -gt 0 ]; then from_backports "${backports[@]}"; fi
-  if [ -n "$no_start" ]; then $sudo rm -f /usr/sbin/policy-rc.d; fi
+  if [ -n "$no_start" ]; then
+    $sudo rm -f /usr/sbin/policy-rc.d
+    no_start=""
+  fi
 fi
 
 # Strict (CI set and not empty, or RETRY_TEST_STRICT=1; RETRY_TEST_STRICT=0

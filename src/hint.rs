@@ -3,8 +3,8 @@
 //! 5 curl …`, a URL or `host:port` as COMMAND, a whole command in one
 //! quoted word), and other tools' names for retry's flags. A hint never
 //! changes what runs; it rides on the line that reports the mistake, and
-//! it repeats nothing that may hold a secret (a program's name, a masked
-//! URL, a `host:port`).
+//! it repeats nothing unmasked that may hold a secret (only a program's
+//! name or a URL, masked as the log masks them, or a `host:port`).
 
 use std::ffi::OsString;
 
@@ -44,14 +44,15 @@ pub fn command_not_found(command: &[OsString]) -> Option<String> {
     None
 }
 
-/// A program's name as a hint shows it: its last path component, which
-/// carries no secret.
-fn shown_program(program: &str) -> &str {
-    program
-        .rsplit('/')
-        .next()
-        .filter(|p| !p.is_empty())
-        .unwrap_or(program)
+/// A program's name as a hint shows it: masked as the log masks an
+/// argument (the word may be `API_KEY=...`, not a program at all), then its
+/// last path component.
+fn shown_program(program: &str) -> String {
+    let masked = crate::mask::argument(program);
+    match masked.rsplit('/').next().filter(|p| !p.is_empty()) {
+        Some(last) => last.to_string(),
+        None => masked,
+    }
 }
 
 /// `host:port` or `[v6]:port` with a port from 1 to 65535, as `--tcp`
@@ -154,6 +155,15 @@ mod tests {
         );
         assert!(!h.contains("pw"), "{h}");
         assert_eq!(hint(&["make"]), None);
+    }
+
+    #[test]
+    fn a_word_taken_for_the_program_is_shown_masked() {
+        let h = hint(&["PGPASSWORD=hunter2 psql -h db"]).expect("a hint");
+        assert!(!h.contains("hunter2"), "{h}");
+        assert!(h.contains("retry -- PGPASSWORD=*** ..."), "{h}");
+        let h = hint(&["3", "API_TOKEN=hunter2", "./deploy"]).expect("a hint");
+        assert!(!h.contains("hunter2"), "{h}");
     }
 
     #[test]

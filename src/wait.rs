@@ -53,9 +53,10 @@ pub struct Input<T> {
     pub now: T,
     /// `--max-time` as a point in time.
     pub deadline: Option<T>,
-    /// The earliest start a shared pacing schedule grants this retry. Nothing
-    /// fills it in yet (always None); when group pacing exists, the retry
-    /// waits for the later of its own backoff and this slot.
+    /// The earliest start the group's pace grants this retry (None: no
+    /// pacing, or no slot later than the retry's own wait; see
+    /// `after::Retry::with_slot`): the retry waits for the later of its own
+    /// backoff and this slot.
     pub pace_slot: Option<T>,
 }
 

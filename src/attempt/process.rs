@@ -659,15 +659,12 @@ fn is_terminal_interrupt(sig: i32) -> bool {
 /// is 127, one that cannot be executed 126, and a passing shortage of
 /// processes, memory or descriptors is worth another try.
 fn start_failure(e: &io::Error, program: &OsStr) -> Status {
-    let name = program.to_string_lossy().into_owned();
     // A URL, or a whole command line given as one word (`retry "curl -u
     // me:pw …"`), is shown as the log shows a command line: masked.
-    let words: Vec<OsString> = name.split_whitespace().map(OsString::from).collect();
-    let mut shown = crate::mask::command_line(&words);
-    if let Some(first) = shown.first_mut().filter(|w| w.contains("://")) {
-        *first = crate::mask::url(first);
-    }
-    let name = shown.join(" ");
+    let name = crate::mask::command_line(&[program.to_os_string()])
+        .into_iter()
+        .next()
+        .unwrap_or_default();
     match e.raw_os_error() {
         Some(libc::ENOENT) => Status::NotFound(name),
         Some(libc::EAGAIN | libc::ENOMEM | libc::EMFILE | libc::ENFILE) => {

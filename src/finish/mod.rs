@@ -6,7 +6,7 @@
 //! the flags asked for. The loop never learns which outputs exist; a run
 //! that asked for none pays nothing. Each output is a small module of its
 //! own, as each export format is in a benchmark tool: `held` (the last
-//! attempt's `--hold-output`), `textfile` and `push` (Prometheus metrics,
+//! attempt's held output, `--hold-output` and `--last-stdout`), `textfile` and `push` (Prometheus metrics,
 //! rendered by `metrics`), `ping` (a heartbeat monitor), over the HTTP
 //! client of `client`, and `give_up` (the `--on-give-up` hook).
 //!
@@ -49,10 +49,10 @@ pub struct RunSummary {
     pub ending: Ending,
 }
 
-/// The environment variables of the reports, which the command does not
-/// get: the heartbeat check and the gateway's job belong to this run (a
-/// retry inside COMMAND must not report to them too), and they may hold a
-/// secret.
+/// The environment variables of the reports, which no child gets (the
+/// command, the hooks): the heartbeat check and the gateway's job belong to
+/// this run (a retry inside either must not report to them too), and they
+/// may hold a secret.
 pub const REPORTS_ENV: [&str; 4] = [
     "RETRY_PING",
     "RETRY_PING_FILE",
@@ -123,7 +123,7 @@ pub trait Output {
 /// The end-of-run options, validated by `policy`. Empty: no output.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FinishOptions {
-    /// `--hold-output`: where the attempts hold their output.
+    /// `--hold-output`, `--last-stdout`: where the attempts hold their output.
     pub hold: Option<Held>,
     /// `--on-give-up`.
     pub on_give_up: Option<Hook>,

@@ -10,7 +10,9 @@
 //! previous file is read without following a link, for the times of the
 //! last success and failure, and never more of it than retry could have
 //! written. In a directory others can write to, a file another user left
-//! at the path is refused (theirs to change, and their times to fake).
+//! at the path is refused (theirs to change, and their times to fake). A
+//! FIFO or a device at the path (`/dev/null`) is written to directly, as
+//! `-o` writes one, never replaced.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -46,6 +48,14 @@ pub fn check(path: &Path) -> Result<(), String> {
             e.about(path)
         )
     })?;
+    // A FIFO or a device there (`/dev/null`) is written directly.
+    if target
+        .existing
+        .as_ref()
+        .is_some_and(|s| !fsutil::is_regular(s))
+    {
+        return Ok(());
+    }
     target.dir.probe_writable().map_err(|e| {
         format!(
             "cannot write --metrics-file {}: {}: {}",
@@ -61,6 +71,17 @@ fn write(path: &Path, summary: &RunSummary, labels: &[(String, String)]) -> Resu
     let target = fsutil::resolve(path, Rule::Output).map_err(|e| e.to_string())?;
     let shown = target.path();
     let fail = |e: std::io::Error| format!("{}: {}", shown.display(), crate::human::io_error(&e));
+    // A FIFO or a device (`/dev/null`) is written to as it is, never
+    // replaced by a regular file: as root, `/dev/null` itself would be.
+    if target
+        .existing
+        .as_ref()
+        .is_some_and(|s| !fsutil::is_regular(s))
+    {
+        let text = metrics::render(summary, labels, Kept::default());
+        let mut file = target.open_direct().map_err(fail)?;
+        return file.write_all(text.as_bytes()).map_err(fail);
+    }
     // A file that cannot be read (not a regular file), or that is larger
     // than any retry writes with these labels, keeps no times: it is
     // replaced all the same. Only that much of it is ever read, whatever
@@ -110,5 +131,53 @@ impl Output for Textfile {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{End, Ending};
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    use std::time::{Duration, SystemTime};
+
+    fn summary() -> RunSummary {
+        RunSummary {
+            started_at: SystemTime::UNIX_EPOCH,
+            duration: Duration::from_secs(1),
+            ending: Ending::before_attempts(End::Permanent, 1, "x"),
+        }
+    }
+
+    /// `--metrics-file /dev/null` (as root, /dev is a directory retry may
+    /// write in) must not turn the device into a regular file: a FIFO or
+    /// a device at the path is written to, as it is.
+    #[test]
+    fn a_fifo_or_device_at_the_path_is_written_to_not_replaced() {
+        use std::io::Read;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("m.prom");
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::from_bits_truncate(0o600))
+            .expect("mkfifo");
+        let mut reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(nix::libc::O_NONBLOCK)
+            .open(&path)
+            .expect("open the FIFO's reading end");
+        check(&path).expect("a FIFO is a place to write");
+        write(&path, &summary(), &[("job".into(), "j".into())]).expect("written");
+        assert!(
+            std::fs::symlink_metadata(&path)
+                .expect("still there")
+                .file_type()
+                .is_fifo(),
+            "the FIFO was replaced"
+        );
+        let mut got = String::new();
+        reader.read_to_string(&mut got).expect("read");
+        assert!(
+            got.contains("retry_last_run_exit_code{job=\"j\"} 1"),
+            "{got}"
+        );
     }
 }

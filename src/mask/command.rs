@@ -160,7 +160,12 @@ impl Context {
             Next::UserPass => user_pass(word),
             Next::CertPass => cert_pass(word),
             Next::Secret if !word.starts_with('-') || word == "-" => MASK.to_string(),
-            _ if is_command => word.to_string(),
+            // A program's name is shown as it is; a COMMAND that is a whole
+            // command line in one word, or a URL (mistakes the hints point
+            // out), is no program's name and is masked as an argument is.
+            _ if is_command && !word.contains(char::is_whitespace) && !word.contains("://") => {
+                word.to_string()
+            }
             _ => self.argument(word),
         };
         self.next = self.after(word, is_command);
@@ -254,6 +259,12 @@ impl Context {
         }
         word.to_string()
     }
+}
+
+/// One argument of a command line as it may be logged, on its own (no
+/// option or tool before it).
+pub fn argument(word: &str) -> String {
+    Context::new().argument(word)
 }
 
 /// A command line as it may be logged: each argument shown with its secrets

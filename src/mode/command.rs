@@ -5,20 +5,11 @@ use std::time::Instant;
 
 use crate::attempt::process::ProcessAttempt;
 use crate::drive;
-use crate::finish;
 use crate::mask;
 use crate::policy::Config;
 
 pub fn main(config: &Config, command: &[OsString], started: Instant, seed: u64) -> u8 {
-    for var in finish::REPORTS_ENV {
-        if std::env::var_os(var).is_some() {
-            // The reports belong to this run: a retry inside COMMAND must
-            // not ping or push them too, nor see their secrets.
-            // SAFETY: no other thread exists yet (the runtime and the log
-            // start later), so nothing reads the environment meanwhile.
-            unsafe { std::env::remove_var(var) };
-        }
-    }
+    super::forget_reports_env();
     if let Err(code) = drive::check_outputs(config) {
         return code;
     }

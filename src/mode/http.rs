@@ -27,6 +27,7 @@ use crate::log::{LogFormat, Logger};
 use crate::policy::{Config, parse_header};
 
 pub fn main(config: &Config, request: &HttpOptions, started: Instant, seed: u64) -> u8 {
+    super::forget_reports_env();
     if let Err(code) = drive::check_outputs(config) {
         return code;
     }

@@ -12,6 +12,7 @@ use rand::TryRng;
 use rand::rngs::SysRng;
 
 use crate::exit;
+use crate::finish;
 use crate::rng;
 
 pub mod command;
@@ -20,6 +21,21 @@ pub mod http;
 pub mod simulate;
 pub mod state_show;
 pub mod tcp;
+
+/// The reports' variables ([`finish::REPORTS_ENV`]) taken out of the
+/// environment before anything runs: the heartbeat check and the gateway's
+/// job belong to this run, so no child (COMMAND, or an `--on-retry` or
+/// `--on-give-up` hook in any mode) may see their secrets, nor, as a retry
+/// inside it, report to them too. Called before any thread exists.
+fn forget_reports_env() {
+    for var in finish::REPORTS_ENV {
+        if std::env::var_os(var).is_some() {
+            // SAFETY: no other thread exists yet (the runtime and the log
+            // start later), so nothing reads the environment meanwhile.
+            unsafe { std::env::remove_var(var) };
+        }
+    }
+}
 
 /// A report on stdout (what a dry run, a simulation or `--state-show` was
 /// asked for): 0 once written, retry's own failure if it cannot be.

@@ -25,6 +25,10 @@ pub fn main(config: &Config) -> u8 {
             .await
             .unwrap_or_else(|_| Err(anyhow::anyhow!("the state store did not answer in time")))
     });
+    // As `drive` does: a DNS lookup that hangs holds a blocking thread,
+    // which dropping the runtime would wait for, long past the store's
+    // time limit. The process exits next.
+    std::mem::forget(runtime);
     match shown {
         Ok(text) => super::print(&text),
         Err(e) => {

@@ -7,6 +7,7 @@ use crate::drive;
 use crate::policy::Config;
 
 pub fn main(config: &Config, probe: &TcpOptions, started: Instant, seed: u64) -> u8 {
+    super::forget_reports_env();
     if let Err(code) = drive::check_outputs(config) {
         return code;
     }

@@ -545,6 +545,9 @@ fn refusal(flag: &Flag, kind: Kind) -> String {
             format!("{name} applies only to --simulate N: add --simulate with a number of clients")
         }
         (Home::Http, Kind::Tcp) => format!("{name} applies only to HTTP mode, not to --tcp"),
+        // Where --http would be refused too, "add --http URL" is no fix.
+        (Home::Http, Kind::StateShow) => runs_nothing(flag, "--state-show"),
+        (Home::Http, Kind::Simulate) => simulate_real(name),
         (Home::Http, _) => format!("{name} applies only to HTTP mode: add --http URL"),
         (Home::Report | Home::Hook | Home::Process, Kind::StateShow) => {
             runs_nothing(flag, "--state-show")

@@ -88,3 +88,24 @@ fn other_tools_flag_names_and_near_typos_get_did_you_mean() {
         .expect_usage_line("--zzzz");
     assert!(!line.contains("did you mean"), "{line}");
 }
+
+/// A whole command line in one word, or a URL, given as COMMAND is no
+/// program's name: every line of the log shows it masked, the first
+/// (`start`, whose command is shown whole) as much as the give-up line.
+#[test]
+fn a_command_line_given_as_one_word_leaves_no_secret_in_any_log_line() {
+    for args in [
+        &["PGPASSWORD=hunter2 psql -h 127.0.0.1"][..],
+        &["curl -fsS -u me:hunter2 http://127.0.0.1:9/"][..],
+        &["https://me:hunter2@127.0.0.1:9/?token=hunter2"][..],
+        &["3", "API_TOKEN=hunter2", "./deploy"][..],
+    ] {
+        let mut all = vec!["--log-format", "json", "--max", "1"];
+        all.extend_from_slice(args);
+        let out = retry(&all).run();
+        out.expect_code(127);
+        let log = out.stderr_text();
+        assert!(log.contains("\"event\":\"start\""), "{log}");
+        assert!(!log.contains("hunter2"), "{args:?}: {log}");
+    }
+}

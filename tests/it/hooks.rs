@@ -312,3 +312,35 @@ fn an_empty_hook_is_a_usage_error() {
         assert!(out.stderr_text().contains(flag), "{}", out.stderr_text());
     }
 }
+
+/// The reports' settings belong to the run, in every mode: a hook of a TCP
+/// (or HTTP) probe gets them no more than a COMMAND does (a retry inside
+/// it would report to them too, and they may name a secret).
+#[test]
+fn a_probe_modes_hooks_do_not_inherit_the_reports_settings() {
+    let dir = scratch();
+    let password = dir.path().join("gateway.pw");
+    std::fs::write(&password, "hunter2\n").expect("write");
+    let closed = format!("127.0.0.1:{}", crate::util::free_port());
+    let show = "echo \"hook sees ${RETRY_METRICS_PUSH_PASSWORD_FILE-unset}\"";
+    let out = retry([
+        "-q",
+        "--max=2",
+        "--base=10ms",
+        "--tcp",
+        &closed,
+        "--on-retry",
+        show,
+        "--on-give-up",
+        show,
+    ])
+    .env("RETRY_METRICS_PUSH_PASSWORD_FILE", &password)
+    .run();
+    out.expect_code(7);
+    let lines = out.stderr_lines();
+    let seen: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.starts_with("hook sees"))
+        .collect();
+    assert_eq!(seen, ["hook sees unset", "hook sees unset"], "{lines:?}");
+}

@@ -229,6 +229,13 @@ impl Spool {
         }
         let mut at = 0;
         while at < n {
+            // Making room may have sent this stream out (stdout that must
+            // come whole, at the bound or on a full disk): the rest of the
+            // read follows it out, or it would be held where nothing writes
+            // it out again.
+            if state.passing[s].is_some() {
+                return state.pass_rest(s, &record[HEADER + at..]);
+            }
             if state.lost.is_some() {
                 if let Some((lost, _)) = state.lost.as_mut() {
                     *lost += (n - at) as u64;
@@ -267,13 +274,10 @@ impl Spool {
                     });
                     at += take;
                 }
+                // Written on, passed through or lost: the loop's first
+                // steps tell which.
                 Err(e) => {
-                    if state.failed(&e) {
-                        continue;
-                    }
-                    if state.passing[s].is_some() {
-                        return state.pass_rest(s, &record[HEADER + at..]);
-                    }
+                    state.failed(&e);
                 }
             }
         }
@@ -435,6 +439,11 @@ impl State {
             return;
         }
         let s = usize::from(head[0].clamp(1, 2)) - 1;
+        // A stream already sent out whole (stdout that must come whole)
+        // is never written from here: nothing of it is dropped.
+        if self.passing[s].is_some() {
+            return;
+        }
         let len = u64::from(u32::from_le_bytes([head[1], head[2], head[3], head[4]]));
         // The record's last newline, searched from its end.
         let mut buf = vec![0u8; 64 * 1024];
@@ -472,9 +481,10 @@ impl State {
     }
 
     /// A write failed. A full disk turns the blocks written so far into the
-    /// spool's whole room (true: write on); any other failure loses what
-    /// cannot be held, or passes stdout through when it must come whole.
-    fn failed(&mut self, e: &std::io::Error) -> bool {
+    /// spool's whole room (or, with no room for a ring, sends everything
+    /// out); any other failure loses what cannot be held, or passes stdout
+    /// through when it must come whole.
+    fn failed(&mut self, e: &std::io::Error) {
         let full = matches!(
             e.raw_os_error(),
             Some(nix::libc::ENOSPC | nix::libc::EDQUOT | nix::libc::EFBIG)
@@ -490,7 +500,8 @@ impl State {
             };
             self.head = self.head.min(self.blocks / 2);
             self.cut = Some(Why::Full(io_error(e)));
-            return self.turn();
+            self.turn();
+            return;
         }
         let why = Why::Failed(io_error(e));
         if self.rules.whole_stdout && self.passing[0].is_none() {
@@ -501,7 +512,6 @@ impl State {
         } else {
             self.spill([true, true], &why);
         }
-        false
     }
 
     /// Write out what is held of `streams` now, and let them pass through

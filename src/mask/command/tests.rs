@@ -150,6 +150,27 @@ fn harmless_words_are_untouched() {
     assert_eq!(line(&["token=x"]), ["token=x"]);
 }
 
+/// A COMMAND that is no program's name (a whole command line in one word,
+/// a URL: the mistakes the hints point out) is masked as an argument, for
+/// the log's first line shows it whole.
+#[test]
+fn a_command_line_or_a_url_given_as_the_command_is_masked() {
+    assert_eq!(
+        line(&["curl -u me:hunter2 http://h/"]),
+        ["curl -u 'me:***' http://h/"]
+    );
+    assert_eq!(
+        line(&["PGPASSWORD=hunter2 psql -h db"]),
+        ["'PGPASSWORD=***' psql -h db"]
+    );
+    assert_eq!(
+        line(&["https://me:hunter2@h/x?token=t"]),
+        ["https://me:***@h/x?token=***"]
+    );
+    // A program whose path has a space keeps it.
+    assert_eq!(line(&["/opt/My App/run", "x"]), ["/opt/My App/run", "x"]);
+}
+
 #[test]
 fn secrets_inside_a_shell_script_are_masked_and_the_rest_kept() {
     assert_eq!(

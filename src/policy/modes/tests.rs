@@ -203,3 +203,29 @@ fn values_from_the_environment_are_never_refused() {
     let e = err(&["--simulate", "10", "--outage", "1s", "--timeout", "5s"]);
     assert!(e.contains("--timeout"), "{e}");
 }
+
+/// "add --http URL" is advice only where --http may be added: with
+/// `--state-show` or `--simulate` it would be refused in its turn.
+#[test]
+fn http_flags_are_not_told_to_add_http_where_it_would_be_refused() {
+    let e = err(&["--group", "g", "--state-show", "--method", "POST"]);
+    assert_eq!(
+        e,
+        "--method acts on a run, and --state-show runs nothing: leave it out"
+    );
+    let e = err(&[
+        "--simulate",
+        "5",
+        "--outage",
+        "1s",
+        "--connect-timeout",
+        "1s",
+    ]);
+    assert_eq!(
+        e,
+        "--simulate runs nothing real: it cannot be combined with --connect-timeout"
+    );
+    for e in [e, err(&["--group", "g", "--state-show", "--insecure"])] {
+        assert!(!e.contains("add --http"), "{e}");
+    }
+}

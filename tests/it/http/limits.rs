@@ -152,6 +152,35 @@ fn a_dns_lookup_that_hangs_is_bounded_by_connect_timeout_and_max_time() {
     }
 }
 
+/// `--state-show` reads the store within its time limit: a Redis name
+/// whose lookup hangs fails there, and the lookup left behind does not
+/// hold retry's exit.
+#[test]
+fn a_dns_lookup_that_hangs_does_not_hold_state_show_past_its_limit() {
+    let started = Instant::now();
+    let Some((code, stderr, after)) = with_silent_dns(&[
+        "--state-show",
+        "--group",
+        "g",
+        "--state",
+        "redis://hung.example:6379",
+    ]) else {
+        return;
+    };
+    assert_eq!(code, 125, "{stderr}");
+    assert!(stderr.contains("cannot connect"), "{stderr}");
+    // The resolver would wait 30 s.
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        after < Duration::from_millis(500),
+        "exited {after:?} after its last line"
+    );
+}
+
 #[test]
 fn an_attempt_stopped_by_max_time_is_a_deadline_in_the_log() {
     let s = Server::start(vec![reply(200).delay(Duration::from_secs(5))]);

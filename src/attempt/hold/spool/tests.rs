@@ -189,3 +189,33 @@ fn blocks_scale_with_the_bound_and_never_number_more_than_the_most() {
         assert!(state.blocks >= 16, "{max}: {}", state.blocks);
     }
 }
+
+/// With `--hold-output` beside `--last-stdout`, a read of stdout that
+/// crosses the bound sends what was held out, and the rest of that read
+/// must follow it out: held in the ring, it would never be written.
+#[test]
+fn stdout_crossing_the_bound_with_both_rules_loses_no_byte_of_the_read() {
+    let max = 64 << 10;
+    let spool = spool(max, true, true);
+    let text = lines(20_000);
+    assert_eq!(feed(&spool, 1, &text, 1000), Appended::Passed);
+    assert_eq!(emitted()[0], text, "every byte, in order");
+    assert_eq!(spool.report().passing[0], Some(Why::Bound(max)));
+    assert!(!spool.holds(1));
+}
+
+/// stdout sent out whole at the bound is not counted among the bytes
+/// dropped from the middle, even when the head's last record is stdout's
+/// and ends mid-line: the log would say stdout lost bytes it never lost.
+#[test]
+fn stdout_sent_out_whole_is_not_counted_as_dropped() {
+    let spool = spool(64 << 10, true, true);
+    let mut text = lines(20_000);
+    text.extend_from_slice(b"no newline at the end");
+    feed(&spool, 1, &text, 1000);
+    feed(&spool, 2, &lines(50_000), 1000);
+    assert_eq!(emitted()[0], text);
+    let report = spool.report();
+    assert_eq!(report.dropped[0], Count::default(), "{report:?}");
+    assert!(report.dropped[1].bytes > 0);
+}
