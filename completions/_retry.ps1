@@ -114,7 +114,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--state-required', '--state-required', [CompletionResultType]::ParameterName, 'Exit 125 when the state store cannot be used, instead of running without it')
             [CompletionResult]::new('--state-show', '--state-show', [CompletionResultType]::ParameterName, 'Print the group''s pace schedule, budget count and breaker state, and exit')
             [CompletionResult]::new('--ping-log', '--ping-log', [CompletionResultType]::ParameterName, 'Send a summary of the run (attempts, times, the log''s last lines; masked, at most 10 KB) with the final ping')
-            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the delay schedule this policy produces and run nothing (hooks, --hold-output, --idle-timeout and the reports are refused with it)')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Print the delay schedule this policy produces and run nothing (what acts only on a run is refused with it: hooks, held output, --idle-timeout, the reports)')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')

@@ -111,7 +111,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --state-required 'Exit 125 when the state store cannot be used, instead of running without it'
             cand --state-show 'Print the group''s pace schedule, budget count and breaker state, and exit'
             cand --ping-log 'Send a summary of the run (attempts, times, the log''s last lines; masked, at most 10 KB) with the final ping'
-            cand --dry-run 'Print the delay schedule this policy produces and run nothing (hooks, --hold-output, --idle-timeout and the reports are refused with it)'
+            cand --dry-run 'Print the delay schedule this policy produces and run nothing (what acts only on a run is refused with it: hooks, held output, --idle-timeout, the reports)'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'

@@ -91,6 +91,6 @@ complete -c retry -l compare -d 'Simulate every jitter kind under the same polic
 complete -c retry -l state-required -d 'Exit 125 when the state store cannot be used, instead of running without it'
 complete -c retry -l state-show -d 'Print the group\'s pace schedule, budget count and breaker state, and exit'
 complete -c retry -l ping-log -d 'Send a summary of the run (attempts, times, the log\'s last lines; masked, at most 10 KB) with the final ping'
-complete -c retry -l dry-run -d 'Print the delay schedule this policy produces and run nothing (hooks, --hold-output, --idle-timeout and the reports are refused with it)'
+complete -c retry -l dry-run -d 'Print the delay schedule this policy produces and run nothing (what acts only on a run is refused with it: hooks, held output, --idle-timeout, the reports)'
 complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retry -s V -l version -d 'Print version'

@@ -114,7 +114,7 @@ module completions {
     --color: string@"nu-complete retry color" # Colour retry's own log prefix and outcome words [default: auto]
     --ci-annotations: string@"nu-complete retry ci_annotations" # GitHub Actions annotations for failed attempts and giving up [default: auto]
     --tcp: string             # Wait for a TCP port: connect to HOST:PORT instead of running a command (repeatable: every target must accept once)
-    --dry-run                 # Print the delay schedule this policy produces and run nothing (hooks, --hold-output, --idle-timeout and the reports are refused with it)
+    --dry-run                 # Print the delay schedule this policy produces and run nothing (what acts only on a run is refused with it: hooks, held output, --idle-timeout, the reports)
     --help(-h)                # Print help (see more with '--help')
     --version(-V)             # Print version
     ...command: string        # The command to run, and its arguments

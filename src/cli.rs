@@ -497,8 +497,8 @@ pub struct Cli {
     )]
     pub tcp: Vec<String>,
 
-    /// Print the delay schedule this policy produces and run nothing (hooks, --hold-output,
-    /// --idle-timeout and the reports are refused with it)
+    /// Print the delay schedule this policy produces and run nothing (what acts only on a
+    /// run is refused with it: hooks, held output, --idle-timeout, the reports)
     #[arg(long, help_heading = "Modes")]
     pub dry_run: bool,
 

@@ -94,6 +94,36 @@ pub fn is_regular(stat: &FileStat) -> bool {
     mode_bits(stat) & SFlag::S_IFMT.bits() == SFlag::S_IFREG.bits()
 }
 
+/// At most `limit` bytes of the regular file at `path` (a secret file a
+/// flag names): opened without blocking, so a FIFO with no writer, planted
+/// or mistaken, is refused at once rather than holding retry, and nothing
+/// but a regular file is read.
+pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let fd = openat(
+        AT_FDCWD,
+        path,
+        OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(io_err)?;
+    read_regular_fd(File::from(fd), limit)
+}
+
+/// At most `limit` bytes of `f`, if it is a regular file.
+fn read_regular_fd(f: File, limit: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let stat = fstat(f.as_fd()).map_err(io_err)?;
+    if !is_regular(&stat) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a regular file",
+        ));
+    }
+    let mut bytes = Vec::new();
+    f.take(limit).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// Judges a file retry keeps for itself (a store file) by its status: a
 /// regular file of the caller's that nobody else can write.
 pub fn judge_private_file(stat: &FileStat) -> Result<(), String> {
@@ -255,22 +285,11 @@ impl Dir {
     /// is an error. For a file retry wrote itself and reads back: never
     /// more than it could have written, whatever someone left there.
     pub fn read_at_most(&self, name: &OsStr, limit: u64) -> io::Result<Option<Vec<u8>>> {
-        use std::io::Read;
-        let f = match self.open_at(name, OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        let stat = fstat(f.as_fd()).map_err(io_err)?;
-        if !is_regular(&stat) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "not a regular file",
-            ));
+        match self.open_at(name, OFlag::O_RDONLY | OFlag::O_NONBLOCK, 0) {
+            Ok(f) => read_regular_fd(f, limit).map(Some),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
         }
-        let mut bytes = Vec::new();
-        f.take(limit).read_to_end(&mut bytes)?;
-        Ok(Some(bytes))
     }
 
     /// Removes `name` from this directory (a file or a link, never what a

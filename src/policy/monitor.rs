@@ -6,7 +6,6 @@
 //! that a file that cannot be read is a usage error before anything runs.
 
 use std::ffi::OsStr;
-use std::io::Read;
 use std::path::Path;
 
 use reqwest::Url;
@@ -200,9 +199,7 @@ fn first_line(flag: &str, path: &Path, form: &str) -> Result<String, UsageError>
             path.display()
         ))
     };
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(SECRET_FILE_MAX).read_to_end(&mut bytes))
+    let bytes = crate::fsutil::read_regular(path, SECRET_FILE_MAX)
         .map_err(|e| fail(crate::human::io_error(&e)))?;
     let text = String::from_utf8(bytes).map_err(|_| fail("it is not UTF-8 text".into()))?;
     match text.lines().next() {

@@ -62,7 +62,8 @@ pub struct RedisStore {
 
 /// The Redis password from `--state-password-file`: the file's first line.
 fn read_password(path: &Path) -> anyhow::Result<String> {
-    let bytes = std::fs::read(path)
+    // A line, and never a FIFO waiting for a writer.
+    let bytes = crate::fsutil::read_regular(path, 64 * 1024)
         .with_context(|| format!("cannot read the password file {}", path.display()))?;
     let text = String::from_utf8(bytes)
         .map_err(|_| anyhow!("the password file {} is not UTF-8 text", path.display()))?;

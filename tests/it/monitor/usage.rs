@@ -203,3 +203,33 @@ fn a_ping_url_without_a_host_is_refused_and_its_secret_path_never_shown() {
         assert!(!line.contains("S3CRET"), "{url}: {line}");
     }
 }
+
+/// A secret file that is a FIFO nobody writes (planted in /tmp, or a
+/// mistake) is refused at once, never waited on: the run must not hang
+/// before its first attempt.
+#[test]
+fn a_secret_file_that_is_a_fifo_is_refused_at_once_not_waited_on() {
+    let t = scratch();
+    let fifo = t.path().join("ping");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    let marker = t.path().join("ran");
+    for flag in ["--ping-file", "--metrics-push-password-file"] {
+        let mut args = vec![flag, fifo.to_str().expect("utf-8")];
+        if flag == "--metrics-push-password-file" {
+            args.extend(["--metrics-push", "http://127.0.0.1:9/"]);
+        }
+        let started = std::time::Instant::now();
+        let line = retry_sh(&args, &format!("touch '{}'", path_str(&marker)))
+            .run()
+            .expect_usage_line("not a regular file");
+        assert!(line.contains(flag), "{line}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
+        assert!(!marker.exists(), "{flag}: the command ran");
+    }
+    // The same flag with a regular file is accepted (the run goes on).
+    let file = t.path().join("url");
+    std::fs::write(&file, "http://127.0.0.1:9/check\n").expect("url file");
+    retry(["-qq", "--ping-file", path_str(&file).as_str(), "--", "true"])
+        .run()
+        .expect_code(0);
+}

@@ -449,3 +449,35 @@ fn a_single_address_is_resolved_again_when_its_server_is_demoted() {
         "{notes:?}"
     );
 }
+
+/// A password file that is a FIFO nobody writes is not waited on: the store
+/// is given up at once, with a warning, and the command runs.
+#[test]
+fn a_password_file_that_is_a_fifo_is_not_waited_on() {
+    let t = scratch();
+    let fifo = t.path().join("pw");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    let started = std::time::Instant::now();
+    let out = retry([
+        "--group",
+        "g",
+        "--state",
+        "redis://127.0.0.1:9/",
+        "--state-password-file",
+        path_str(&fifo).as_str(),
+        "--budget",
+        "--max",
+        "1",
+        "--",
+        "true",
+    ])
+    .run();
+    out.expect_code(0);
+    assert!(
+        out.stderr_text()
+            .contains("not a regular file; running without it"),
+        "{}",
+        out.stderr_text()
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+}
