@@ -25,6 +25,7 @@ pub mod log;
 pub mod mask;
 mod mode;
 pub mod policy;
+pub mod ratelimit;
 pub mod retry_policy;
 pub mod rng;
 pub mod run;
