@@ -41,7 +41,8 @@ complete -c retry -l data-binary -d 'As --data, but @FILE is sent byte for byte'
 complete -c retry -l json -d 'JSON request body: the string, or @FILE; sent with JSON Content-Type and Accept' -r
 complete -c retry -l connect-timeout -d 'Time limit for establishing each connection, with --http or --tcp [default: 10s]' -r
 complete -c retry -l max-redirs -d 'Redirects to follow in one attempt; more exits 47 (0: do not follow) [default: 10]' -r
-complete -c retry -l retry-after-max -d 'Longest Retry-After to wait for; a server asking more ends the run [default: 10m]' -r
+complete -c retry -l retry-after-max -d 'Longest wait a server may ask for (Retry-After or a rate-limit field); asking more ends the run [default: 10m]' -r
+complete -c retry -l retry-after-spread -d 'After a wait the server asked for (Retry-After or a rate-limit field), spread the next attempt over DUR by the jitter (0: exactly at it) [default: the backoff delay]' -r
 complete -c retry -l cacert -d 'Also trust the CA certificates in this PEM file' -r -F
 complete -c retry -s o -l output -d 'Write the accepted response\'s body to FILE instead of stdout' -r -F
 complete -c retry -l expect -d 'Statuses that count as success (e.g. 200,204 or 2xx) [default: 2xx]' -r

@@ -78,7 +78,8 @@ module completions {
     --json: string            # JSON request body: the string, or @FILE; sent with JSON Content-Type and Accept
     --connect-timeout: string # Time limit for establishing each connection, with --http or --tcp [default: 10s]
     --max-redirs: string      # Redirects to follow in one attempt; more exits 47 (0: do not follow) [default: 10]
-    --retry-after-max: string # Longest Retry-After to wait for; a server asking more ends the run [default: 10m]
+    --retry-after-max: string # Longest wait a server may ask for (Retry-After or a rate-limit field); asking more ends the run [default: 10m]
+    --retry-after-spread: string # After a wait the server asked for (Retry-After or a rate-limit field), spread the next attempt over DUR by the jitter (0: exactly at it) [default: the backoff delay]
     --cacert: path            # Also trust the CA certificates in this PEM file
     --insecure                # Do not verify the server's certificate (warned about on every run)
     --output(-o): path        # Write the accepted response's body to FILE instead of stdout

@@ -16,6 +16,7 @@ use rand::Rng;
 use crate::backoff::{Progress, Step};
 use crate::classify::{Status, Verdict};
 use crate::event::End;
+use crate::ratelimit::Field;
 use crate::retry_policy::Policy;
 use crate::wait::{self, Decision, GiveUp, Moment};
 
@@ -60,6 +61,24 @@ impl Stop {
             Stop::DeadlineDuringAttempt | Stop::Deadline(_) => End::Deadline,
             Stop::Exhausted => End::Exhausted,
         }
+    }
+}
+
+/// Why no wait fits before `--max-time`, naming the field that asked for
+/// the wait when it was not `Retry-After`.
+pub fn deadline_reason(why: &GiveUp, status: &Status) -> String {
+    match (why, status.floor()) {
+        (GiveUp::RetryAfterPastDeadline { after, left }, Some(floor))
+            if floor.field != Field::RetryAfter =>
+        {
+            format!(
+                "the server's {} ({}) points past --max-time ({} left)",
+                floor.cite(),
+                crate::human::asked_wait(*after),
+                crate::human::human(*left)
+            )
+        }
+        _ => why.reason(),
     }
 }
 
@@ -146,6 +165,13 @@ pub fn after<T: Moment, R: Rng + ?Sized>(
         progress.reset(&policy.delay);
     }
     let step = progress.next(&policy.delay, rng);
+    // After a wait the server asked for, the jitter spreads over
+    // --retry-after-spread when given, so a fleet told one reset does not
+    // wake in one wave (and not later than the window needs).
+    let step = match policy.rules.http.retry_after_spread {
+        Some(window) if done.status.retry_after().is_some() => step.over(window),
+        _ => step,
+    };
     let input = wait::Input {
         step,
         retry_after: done.status.retry_after(),
@@ -309,10 +335,60 @@ mod tests {
         p.max_time = Some(ms(10_000));
         let busy = Status::Http {
             code: 503,
-            retry_after: Some(ms(2000)),
+            hints: crate::ratelimit::Hints::retry_after(ms(2000)),
         };
         // Retry-After is a floor the backoff is added to.
         assert_eq!(wait_of(next(&p, 1, &busy, Verdict::Retryable)), ms(2100));
+    }
+
+    #[test]
+    fn retry_after_spread_scales_the_jitter_after_a_servers_wait() {
+        let mut p = policy();
+        p.delay.jitter = Jitter::Full;
+        p.delay.cap = ms(1000);
+        p.delay.base = ms(1000);
+        let asked = Status::Http {
+            code: 429,
+            hints: crate::ratelimit::Hints::retry_after(ms(2000)),
+        };
+        let own = wait_of(next(&p, 1, &asked, Verdict::Retryable)) - ms(2000);
+        assert!(own <= ms(1000));
+        // The same draw over a 100ms window: a tenth of it.
+        p.rules.http.retry_after_spread = Some(ms(100));
+        let spread = wait_of(next(&p, 1, &asked, Verdict::Retryable)) - ms(2000);
+        assert_eq!(spread, own / 10);
+        // Zero: exactly at the server's time.
+        p.rules.http.retry_after_spread = Some(Duration::ZERO);
+        assert_eq!(wait_of(next(&p, 1, &asked, Verdict::Retryable)), ms(2000));
+        // A failure without a server's wait keeps its own backoff.
+        let plain = Status::Exited(1);
+        assert_eq!(wait_of(next(&p, 1, &plain, Verdict::Retryable)), own);
+    }
+
+    #[test]
+    fn a_deadline_give_up_names_the_field() {
+        let floor = Status::Http {
+            code: 403,
+            hints: crate::ratelimit::Hints::floor(
+                ms(60_000),
+                Field::XReset,
+                crate::ratelimit::Reading::EpochSeconds,
+                "1764345600".into(),
+            ),
+        };
+        let why = GiveUp::RetryAfterPastDeadline {
+            after: ms(60_000),
+            left: ms(30_000),
+        };
+        assert_eq!(
+            deadline_reason(&why, &floor),
+            "the server's X-RateLimit-Reset 1764345600, read as epoch (1m) points past --max-time (30s left)"
+        );
+        let plain = Status::Http {
+            code: 429,
+            hints: crate::ratelimit::Hints::retry_after(ms(60_000)),
+        };
+        assert_eq!(deadline_reason(&why, &plain), why.reason());
     }
 
     #[test]

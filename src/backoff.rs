@@ -78,6 +78,36 @@ pub struct Step {
     pub delay: Duration,
 }
 
+impl Step {
+    /// The same draw with its range scaled to end at `window`: the jitter's
+    /// shape spread over a window of the user's choosing instead of the
+    /// backoff's ceiling (`--retry-after-spread`). It draws nothing: a
+    /// seed's schedule is the same with or without it.
+    pub fn over(self, window: Duration) -> Step {
+        let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        let (high, w) = (nanos(self.high), nanos(window));
+        let scale = |d: Duration| {
+            let v = u128::from(nanos(d)) * u128::from(w) / u128::from(high.max(1));
+            Duration::from_nanos(u64::try_from(v).unwrap_or(u64::MAX))
+        };
+        if high == 0 {
+            // A zero step has no shape to keep: it stays zero, within the window.
+            return Step {
+                ceiling: window,
+                high: window,
+                ..self
+            };
+        }
+        Step {
+            retry: self.retry,
+            ceiling: window,
+            low: scale(self.low),
+            high: window,
+            delay: scale(self.delay),
+        }
+    }
+}
+
 impl DelayPolicy {
     /// The growth ceiling v_k for retry k (k >= 1), before jitter.
     pub fn ceiling(&self, k: u32) -> Duration {

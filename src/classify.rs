@@ -7,6 +7,8 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::ratelimit::{Floor, Hints};
+
 /// SIGPIPE's number on Linux, where retry runs.
 const SIGPIPE: i32 = 13;
 
@@ -31,12 +33,10 @@ pub enum Status {
     CannotStart(String),
     /// retry itself caught this signal during the attempt and stopped it.
     Interrupted(i32),
-    /// HTTP mode: a response arrived with this status code. `retry_after`
-    /// is the server's Retry-After, already turned into a wait from now.
-    Http {
-        code: u16,
-        retry_after: Option<Duration>,
-    },
+    /// HTTP mode: a response arrived with this status code. `hints` are
+    /// what its rate-limit fields say: the wait they ask for (already a
+    /// wait from when it arrived), a verdict they impose, what was ignored.
+    Http { code: u16, hints: Hints },
     /// HTTP mode: the exchange failed without a response; TCP mode: a
     /// target did not accept a connection.
     Net { failure: NetFailure, detail: String },
@@ -67,8 +67,13 @@ impl Status {
 
     /// The wait the server asked for, if the attempt got one.
     pub fn retry_after(&self) -> Option<Duration> {
+        self.floor().map(|f| f.wait)
+    }
+
+    /// The wait the server asked for, with the field it came from.
+    pub fn floor(&self) -> Option<&Floor> {
         match self {
-            Status::Http { retry_after, .. } => *retry_after,
+            Status::Http { hints, .. } => hints.floor.as_ref(),
             _ => None,
         }
     }
@@ -321,10 +326,11 @@ impl fmt::Display for Status {
             Status::CannotStart(why) => write!(f, "{why}"),
             Status::NotExecutable(why) => write!(f, "cannot execute: {why}"),
             Status::Interrupted(sig) => write!(f, "interrupted by {}", signal_name(*sig)),
-            Status::Http { code, retry_after } => {
+            Status::Http { code, hints } => {
                 write!(f, "HTTP {code}")?;
-                if let Some(wait) = retry_after {
-                    write!(f, ", Retry-After {}", crate::human::asked_wait(*wait))?;
+                if let Some(floor) = &hints.floor {
+                    let wait = crate::human::asked_wait(floor.wait);
+                    write!(f, ", {} {wait}", floor.field.name())?;
                 }
                 Ok(())
             }

@@ -233,7 +233,7 @@ mod tests {
     fn http_mode_speaks_curl() {
         let http = |code| Status::Http {
             code,
-            retry_after: None,
+            hints: crate::ratelimit::Hints::NONE,
         };
         let net = |failure| Status::Net {
             failure,

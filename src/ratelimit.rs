@@ -108,6 +108,22 @@ impl Floor {
     }
 }
 
+impl Floor {
+    /// `X-RateLimit-Reset 1764345600, read as epoch`: the field and value
+    /// in a sentence, with the reading where the field has several.
+    pub fn cite(&self) -> String {
+        match self.field {
+            Field::XReset | Field::XRequestsReset => format!(
+                "{} {}, read as {}",
+                self.field.name(),
+                self.value,
+                self.reading.name()
+            ),
+            _ => format!("{} {}", self.field.name(), self.value),
+        }
+    }
+}
+
 /// A verdict the fields impose, whatever the status's own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Turn {
@@ -134,6 +150,12 @@ impl Hints {
         turn: None,
         ignored: Vec::new(),
     };
+
+    /// A `Retry-After` of `wait`, in seconds, alone.
+    pub fn retry_after(wait: Duration) -> Hints {
+        let value = wait.as_secs().to_string();
+        Hints::floor(wait, Field::RetryAfter, Reading::Seconds, value)
+    }
 
     /// A floor alone, as the simulator's servers and tests give one.
     pub fn floor(wait: Duration, field: Field, reading: Reading, value: String) -> Hints {

@@ -286,7 +286,7 @@ where
                 explain_with_output(status, &tried.details.output, &self.policy.rules)
             }
             AfterStop::Exhausted => format!("no attempts left (last: {status})"),
-            AfterStop::Deadline(why) => why.reason(),
+            AfterStop::Deadline(why) => crate::after::deadline_reason(&why, status),
         };
         match &tried.details.hint {
             Some(hint) => format!("{reason}; {hint}"),
@@ -361,7 +361,10 @@ where
         // decides waits.
         let (wake, delay, wait) = match retry.with_slot(slot) {
             Decision::Sleep { until, delay, wait } => (until, delay, wait),
-            Decision::GiveUp(why) => return Err(self.end(tried, End::Deadline, why.reason())),
+            Decision::GiveUp(why) => {
+                let reason = crate::after::deadline_reason(&why, &tried.status);
+                return Err(self.end(tried, End::Deadline, reason));
+            }
         };
         let planned = Wait {
             delay: wait,

@@ -28,7 +28,7 @@ use std::cell::Cell;
 use std::time::{Duration, Instant, SystemTime};
 
 use nix::sys::signal::Signal;
-use reqwest::header::{HeaderMap, HeaderValue, IF_RANGE, LOCATION, RANGE, RETRY_AFTER};
+use reqwest::header::{HeaderMap, HeaderValue, IF_RANGE, LOCATION, RANGE};
 use reqwest::{Client, Method, Response, Url, Version};
 use rustls::pki_types::CertificateDer;
 
@@ -40,6 +40,7 @@ pub use sink::{FileSink, Sink};
 use super::{Attempt, Context, Details};
 use crate::classify::{Limit, NetFailure, Status, StatusSet};
 use crate::human::human;
+use crate::ratelimit::Hints;
 use crate::signals::{Signals, is_terminating, suspend_self};
 use resume::Partial;
 
@@ -182,11 +183,9 @@ impl<'t> HttpAttempt<'t> {
                 Err(status) => return status,
             };
             let code = response.status().as_u16();
-            let retry_after = response
-                .headers()
-                .get(RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| parse_retry_after(v, SystemTime::now()));
+            let hints = hints(code, response.headers(), SystemTime::now());
+            // What was not usable, and why, for -v.
+            self.notes.extend(hints.ignored.iter().cloned());
             // A continuation is reported as the response it continues.
             let (from, reported) = match &ranged {
                 Some((held, p)) if code == 206 => {
@@ -216,7 +215,7 @@ impl<'t> HttpAttempt<'t> {
                 }
                 // Dropping the response closes its connection unread: a large
                 // error page costs nothing.
-                return Status::Http { code, retry_after };
+                return Status::Http { code, hints };
             }
             if from == 0 {
                 if ranged.is_some() {
@@ -248,7 +247,7 @@ impl<'t> HttpAttempt<'t> {
                     } else {
                         code
                     };
-                    Status::Http { code, retry_after }
+                    Status::Http { code, hints }
                 }
                 Err(Delivery::Cut(e)) => Status::Net {
                     failure: if progress.live.get() {
@@ -476,71 +475,11 @@ fn build_client(
         .map_err(|e| format!("cannot set up HTTP: {}", reply::root(&e)))
 }
 
-/// Retry-After as a wait from `now`: delta-seconds (`120`) or an HTTP-date
-/// (`Wed, 21 Oct 2026 07:28:00 GMT`; a date already past means no wait).
-/// Anything else is ignored, as if the header were absent.
-pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
-    let v = value.trim();
-    if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
-        // More digits than u64 holds is still "a very long time".
-        return Some(Duration::from_secs(v.parse::<u64>().unwrap_or(u64::MAX)));
-    }
-    let at = httpdate::parse_http_date(v).ok()?;
-    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn at(secs: u64) -> SystemTime {
-        SystemTime::UNIX_EPOCH + Duration::from_secs(secs)
-    }
-
-    #[test]
-    fn retry_after_seconds() {
-        let now = at(1_000);
-        assert_eq!(parse_retry_after("1", now), Some(Duration::from_secs(1)));
-        assert_eq!(
-            parse_retry_after(" 120 ", now),
-            Some(Duration::from_secs(120))
-        );
-        assert_eq!(parse_retry_after("0", now), Some(Duration::ZERO));
-        assert_eq!(
-            parse_retry_after("99999999999999999999999", now),
-            Some(Duration::from_secs(u64::MAX))
-        );
-        for bad in ["", "-1", "1.5", "soon", "1s"] {
-            assert_eq!(parse_retry_after(bad, now), None, "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn retry_after_dates() {
-        // 1994-11-06 08:49:37 UTC, the RFC's own example date.
-        let date = 784_111_777;
-        let now = at(date - 30);
-        assert_eq!(
-            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now),
-            Some(Duration::from_secs(30))
-        );
-        // The obsolete forms are accepted too.
-        assert_eq!(
-            parse_retry_after("Sunday, 06-Nov-94 08:49:37 GMT", now),
-            Some(Duration::from_secs(30))
-        );
-        assert_eq!(
-            parse_retry_after("Sun Nov  6 08:49:37 1994", now),
-            Some(Duration::from_secs(30))
-        );
-        // A date in the past: no wait at all.
-        assert_eq!(
-            parse_retry_after("Sun, 06 Nov 1994 08:49:37 GMT", at(date + 5)),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(
-            parse_retry_after("Sun, 32 Nov 1994 08:49:37 GMT", now),
-            None
-        );
-    }
+/// What the response's rate-limit fields say (see `ratelimit`).
+fn hints(code: u16, headers: &HeaderMap, now: SystemTime) -> Hints {
+    let fields: Vec<(&str, &[u8])> = headers
+        .iter()
+        .map(|(name, value)| (name.as_str(), value.as_bytes()))
+        .collect();
+    crate::ratelimit::read(code, &fields, now)
 }

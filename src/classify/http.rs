@@ -8,6 +8,7 @@ use std::fmt;
 use std::time::Duration;
 
 use super::{Limit, RangeSet, Rules, Status, Verdict};
+use crate::ratelimit::{Field, Turn};
 
 /// HTTP status codes given as codes, ranges and classes (`429,500-599`, `5xx`).
 pub type StatusSet = RangeSet<u16>;
@@ -137,6 +138,9 @@ pub struct HttpRules {
     /// The longest Retry-After that is waited for (`--retry-after-max`);
     /// a server asking for more ends the run at once.
     pub retry_after_max: Duration,
+    /// `--retry-after-spread`: the window the jitter spreads a wait over
+    /// after the server's floor; None: the retry's own backoff delay.
+    pub retry_after_spread: Option<Duration>,
 }
 
 /// `--retry-after-max`'s default: ten minutes.
@@ -149,6 +153,7 @@ impl Default for HttpRules {
             retry_status: StatusSet::retryable(),
             unsafe_method: None,
             retry_after_max: RETRY_AFTER_MAX,
+            retry_after_spread: None,
         }
     }
 }
@@ -160,11 +165,29 @@ fn asks_too_long(status: &Status, rules: &Rules) -> Option<Duration> {
         .filter(|after| *after > rules.http.retry_after_max)
 }
 
+/// Whether the response's fields make its status retryable, or final,
+/// whatever the status lists say (None: they say nothing).
+fn turned(status: &Status) -> Option<bool> {
+    match status {
+        Status::Http { hints, .. } => match hints.turn? {
+            Turn::RateLimited => Some(true),
+            Turn::ShouldRetry(yes) => Some(yes),
+        },
+        _ => None,
+    }
+}
+
+/// Whether a failed response is retryable before the wait it asks for is
+/// weighed: its fields' word, else `--retry-status`.
+fn retryable_status(status: &Status, code: u16, rules: &Rules) -> bool {
+    turned(status).unwrap_or_else(|| rules.http.retry_status.contains(code))
+}
+
 /// The verdict before the method is taken into account.
 fn raw(status: &Status, rules: &Rules) -> Verdict {
     match *status {
         Status::Http { code, .. } if rules.http.expect.contains(code) => Verdict::Success,
-        Status::Http { code, .. } if rules.http.retry_status.contains(code) => {
+        Status::Http { code, .. } if retryable_status(status, code, rules) => {
             if asks_too_long(status, rules).is_some() {
                 Verdict::Permanent
             } else {
@@ -236,23 +259,34 @@ pub fn explain(status: &Status, rules: &Rules) -> String {
              not retried without --idempotency-key or --retry-non-idempotent"
         );
     }
+    let code = match status {
+        Status::Http { code, .. } => *code,
+        _ => 0,
+    };
     if let Some(after) = asks_too_long(status, rules)
-        && rules.http.retry_status.contains(match status {
-            Status::Http { code, .. } => *code,
-            _ => 0,
-        })
+        && retryable_status(status, code, rules)
     {
         let max = crate::human::human(rules.http.retry_after_max);
+        let field = status
+            .floor()
+            .filter(|f| f.field != Field::RetryAfter)
+            .map(|f| f.cite());
         if after > crate::human::ABSURD_WAIT {
             // Nobody means a wait of centuries: saying how many confuses.
-            return format!(
-                "the server asked to wait more than --retry-after-max {max} (a Retry-After of over a year)"
-            );
+            let asked = match field {
+                Some(cite) => format!("{cite}, over a year"),
+                None => "a Retry-After of over a year".into(),
+            };
+            return format!("the server asked to wait more than --retry-after-max {max} ({asked})");
         }
         return format!(
-            "the server asked to wait {} (Retry-After), more than --retry-after-max {max}",
+            "the server asked to wait {} ({}), more than --retry-after-max {max}",
             crate::human::human(after),
+            field.as_deref().unwrap_or("Retry-After"),
         );
+    }
+    if turned(status) == Some(false) {
+        return format!("{status}, and the server said Stripe-Should-Retry: false");
     }
     match status {
         Status::Http { code, .. } if rules.http.expect != StatusSet::success() => {
@@ -297,7 +331,7 @@ mod tests {
     fn http(code: u16) -> Status {
         Status::Http {
             code,
-            retry_after: None,
+            hints: crate::ratelimit::Hints::NONE,
         }
     }
 
@@ -360,6 +394,7 @@ mod tests {
                 retry_status: StatusSet::new(vec![(404, 404), (500, 599)]),
                 unsafe_method: None,
                 retry_after_max: RETRY_AFTER_MAX,
+                retry_after_spread: None,
             },
             ..Rules::default()
         };
@@ -413,7 +448,7 @@ mod tests {
         let r = Rules::default();
         let asks = |secs| Status::Http {
             code: 503,
-            retry_after: Some(std::time::Duration::from_secs(secs)),
+            hints: crate::ratelimit::Hints::retry_after(std::time::Duration::from_secs(secs)),
         };
         assert_eq!(classify(&asks(600), &r), Verdict::Retryable);
         assert_eq!(classify(&asks(601), &r), Verdict::Permanent);
@@ -433,7 +468,7 @@ mod tests {
         // A status that is not retried anyway is explained as before.
         let not_found = Status::Http {
             code: 404,
-            retry_after: Some(std::time::Duration::from_secs(9_999)),
+            hints: crate::ratelimit::Hints::retry_after(std::time::Duration::from_secs(9_999)),
         };
         assert_eq!(explain(&not_found, &r), "HTTP 404 is not retryable");
         // A cut-off body of a POST may have done its work.
@@ -450,11 +485,72 @@ mod tests {
         );
     }
 
+    fn turned_by(code: u16, turn: Turn) -> Status {
+        Status::Http {
+            code,
+            hints: crate::ratelimit::Hints {
+                turn: Some(turn),
+                ..crate::ratelimit::Hints::retry_after(std::time::Duration::from_secs(5))
+            },
+        }
+    }
+
+    #[test]
+    fn the_fields_turn_a_verdict_but_never_an_accepted_status() {
+        let r = Rules::default();
+        assert_eq!(
+            classify(&turned_by(403, Turn::RateLimited), &r),
+            Verdict::Retryable
+        );
+        assert_eq!(
+            classify(&turned_by(400, Turn::ShouldRetry(true)), &r),
+            Verdict::Retryable
+        );
+        let no = turned_by(503, Turn::ShouldRetry(false));
+        assert_eq!(classify(&no, &r), Verdict::Permanent);
+        assert_eq!(
+            explain(&no, &r),
+            "HTTP 503, Retry-After 5s, and the server said Stripe-Should-Retry: false"
+        );
+        assert_eq!(
+            classify(&turned_by(200, Turn::ShouldRetry(false)), &r),
+            Verdict::Success
+        );
+        // A retryable 403 still asks no longer than --retry-after-max.
+        let mut far = turned_by(403, Turn::RateLimited);
+        if let Status::Http { hints, .. } = &mut far
+            && let Some(f) = &mut hints.floor
+        {
+            f.wait = std::time::Duration::from_secs(3600);
+            f.field = crate::ratelimit::Field::XReset;
+            f.reading = crate::ratelimit::Reading::EpochSeconds;
+            f.value = "1764345600".into();
+        }
+        assert_eq!(classify(&far, &r), Verdict::Permanent);
+        assert_eq!(
+            explain(&far, &r),
+            "the server asked to wait 1h (X-RateLimit-Reset 1764345600, read as epoch), more than --retry-after-max 10m"
+        );
+        // A non-idempotent method is still held back: the fields do not
+        // say the request did nothing.
+        let post = Rules {
+            http: HttpRules {
+                unsafe_method: Some("POST".into()),
+                ..HttpRules::default()
+            },
+            ..Rules::default()
+        };
+        assert_eq!(
+            classify(&turned_by(500, Turn::ShouldRetry(true)), &post),
+            Verdict::Permanent
+        );
+    }
+
     #[test]
     fn wording() {
         let s = Status::Http {
             code: 429,
-            retry_after: Some(std::time::Duration::from_millis(1500)),
+            hints: crate::ratelimit::Hints::retry_after(std::time::Duration::from_millis(1500)),
         };
         assert_eq!(s.to_string(), "HTTP 429, Retry-After 1s 500ms");
         assert_eq!(http(503).to_string(), "HTTP 503");

@@ -93,7 +93,7 @@ pub struct HttpArgs {
     )]
     pub max_redirs: Option<String>,
 
-    /// Longest Retry-After to wait for; a server asking more ends the run [default: 10m]
+    /// Longest wait a server may ask for (Retry-After or a rate-limit field); asking more ends the run [default: 10m]
     #[arg(
         long,
         value_name = "DUR",
@@ -101,6 +101,15 @@ pub struct HttpArgs {
         help_heading = "HTTP"
     )]
     pub retry_after_max: Option<String>,
+
+    /// After a wait the server asked for (Retry-After or a rate-limit field), spread the next attempt over DUR by the jitter (0: exactly at it) [default: the backoff delay]
+    #[arg(
+        long,
+        value_name = "DUR",
+        allow_hyphen_values = true,
+        help_heading = "HTTP"
+    )]
+    pub retry_after_spread: Option<String>,
 
     /// Also trust the CA certificates in this PEM file
     #[arg(

@@ -57,6 +57,17 @@ enum Body<'a> {
         http_status: Option<u16>,
         #[serde(skip_serializing_if = "Option::is_none")]
         retry_after_ms: Option<f64>,
+        /// The field the wait the server asked for came from, how it was
+        /// read, and its value.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        hint_source: Option<&'static str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        hint_reading: Option<&'static str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        hint_value: Option<&'a str>,
+        /// Rate-limit fields present but not used, each with why.
+        #[serde(skip_serializing_if = "<[String]>::is_empty")]
+        hints_ignored: &'a [String],
         duration_ms: f64,
         #[serde(skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
@@ -72,6 +83,12 @@ enum Body<'a> {
         pace_ms: f64,
         ceiling_ms: f64,
         jitter: &'static str,
+        /// After a wait the server asked for: that wait, and the jitter's
+        /// spread on top of it (`backoff_ms` is their sum).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        hint_ms: Option<f64>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        spread_ms: Option<f64>,
     },
     Reset {
         attempt: u32,
@@ -175,6 +192,13 @@ fn bodies<'a>(event: &'a Event<'a>) -> Vec<Body<'a>> {
                     _ => None,
                 },
                 retry_after_ms: status.retry_after().map(millis),
+                hint_source: status.floor().map(|f| f.field.name()),
+                hint_reading: status.floor().map(|f| f.reading.name()),
+                hint_value: status.floor().map(|f| f.value.as_str()),
+                hints_ignored: match status {
+                    Status::Http { hints, .. } => &hints.ignored,
+                    _ => &[],
+                },
                 duration_ms: millis(*duration),
                 reason: (*verdict != Verdict::Success).then(|| status.to_string()),
             }];
@@ -185,14 +209,18 @@ fn bodies<'a>(event: &'a Event<'a>) -> Vec<Body<'a>> {
                 paced,
             }) = next
             {
+                let own = delay.saturating_sub(*paced);
+                let hint = status.retry_after();
                 out.push(Body::Sleep {
                     attempt: attempt.saturating_add(1),
                     max: *max,
                     delay_ms: millis(*delay),
-                    backoff_ms: millis(delay.saturating_sub(*paced)),
+                    backoff_ms: millis(own),
                     pace_ms: millis(*paced),
                     ceiling_ms: millis(*ceiling),
                     jitter,
+                    hint_ms: hint.map(millis),
+                    spread_ms: hint.map(|h| millis(own.saturating_sub(h))),
                 });
             }
             out
@@ -282,6 +310,38 @@ mod tests {
             let time = line["time"].as_str().expect("time");
             assert!(humantime::parse_rfc3339(time).is_ok(), "{time}");
         }
+    }
+
+    #[test]
+    fn a_servers_wait_is_named_and_split_from_the_spread() {
+        let mut hints = crate::ratelimit::Hints::floor(
+            Duration::from_millis(300),
+            crate::ratelimit::Field::XResetAfter,
+            crate::ratelimit::Reading::Seconds,
+            "0.3".into(),
+        );
+        hints.ignored = vec!["ignored Retry-After: \"soon\" is neither".into()];
+        let status = Status::Http { code: 429, hints };
+        let e = crate::event::sample_failed_attempt(&status);
+        let v = parse(&lines(&e, Duration::from_millis(1), &origin()));
+        assert_eq!(v[0]["retry_after_ms"], 300.0);
+        assert_eq!(v[0]["hint_source"], "X-RateLimit-Reset-After");
+        assert_eq!(v[0]["hint_reading"], "seconds");
+        assert_eq!(v[0]["hint_value"], "0.3");
+        assert_eq!(
+            v[0]["hints_ignored"][0],
+            "ignored Retry-After: \"soon\" is neither"
+        );
+        assert_eq!(v[1]["hint_ms"], 300.0);
+        assert_eq!(v[1]["spread_ms"], 570.0);
+        // Without one, none of these fields.
+        let plain = Status::Exited(1);
+        let e = crate::event::sample_failed_attempt(&plain);
+        let v = parse(&lines(&e, Duration::from_millis(1), &origin()));
+        for key in ["hint_source", "hints_ignored"] {
+            assert!(v[0].get(key).is_none(), "{key}");
+        }
+        assert!(v[1].get("spread_ms").is_none());
     }
 
     #[test]

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use anstyle::{AnsiColor, Style};
 
-use crate::classify::Verdict;
-use crate::event::{End, Ending, Event};
+use crate::classify::{Status, Verdict};
+use crate::event::{End, Ending, Event, Wait};
 use crate::human::{human, of_max, shell_line};
 
 /// What the group's pace added to a wait, if anything.
@@ -16,6 +16,27 @@ fn paced(d: Duration) -> String {
     } else {
         format!("; {} of it for the group's pace", human(d))
     }
+}
+
+/// A wait after one the server asked for: `next in 32s: X-RateLimit-Reset
+/// (epoch) 1764345600 + 1s 200ms full jitter over 2s`.
+fn hinted(status: &Status, w: &Wait) -> String {
+    let Some(floor) = status.floor() else {
+        return String::new();
+    };
+    let spread = w.delay.saturating_sub(w.paced).saturating_sub(floor.wait);
+    let how = if w.jitter == "none" {
+        "(no jitter)".to_string()
+    } else {
+        format!("{} jitter over {}", w.jitter, human(w.ceiling))
+    };
+    format!(
+        "next in {}: {} + {} {how}{}",
+        human(w.delay),
+        floor.describe(),
+        human(spread),
+        paced(w.paced)
+    )
 }
 
 /// The text line for an event (without the newline); `elapsed` is the time
@@ -60,6 +81,12 @@ pub fn line(event: &Event<'_>, elapsed: Duration) -> String {
                 ),
                 (Verdict::Success, None) => {
                     format!("retry: attempt {n} succeeded ({status}) after {d}")
+                }
+                (_, Some(w)) if status.floor().is_some() => {
+                    format!(
+                        "retry: attempt {n} failed ({status}) after {d}; {}",
+                        hinted(status, w)
+                    )
                 }
                 (_, Some(w)) if w.jitter == "none" => format!(
                     "retry: attempt {n} failed ({status}) after {d}; next in {} (no jitter{})",
@@ -168,6 +195,25 @@ mod tests {
         assert_eq!(
             line(&e, Duration::ZERO),
             "retry: attempt 2/5 failed (exit 1) after 312ms; next in 870ms (full jitter, ceiling 2s)"
+        );
+    }
+
+    #[test]
+    fn a_wait_after_the_servers_says_which_field_and_the_jitter_on_top() {
+        let status = Status::Http {
+            code: 403,
+            hints: crate::ratelimit::Hints::floor(
+                Duration::from_millis(300),
+                crate::ratelimit::Field::XReset,
+                crate::ratelimit::Reading::EpochSeconds,
+                "1764345600".into(),
+            ),
+        };
+        let e = crate::event::sample_failed_attempt(&status);
+        assert_eq!(
+            line(&e, Duration::ZERO),
+            "retry: attempt 2/5 failed (HTTP 403, X-RateLimit-Reset 300ms) after 312ms; \
+             next in 870ms: X-RateLimit-Reset (epoch) 1764345600 + 570ms full jitter over 2s"
         );
     }
 

@@ -11,7 +11,7 @@ use reqwest::Method;
 use reqwest::Url;
 use reqwest::header::{HeaderName, HeaderValue};
 
-use super::{UsageError, invalid, opt_list, opt_positive_duration, path_arg};
+use super::{UsageError, invalid, opt_duration, opt_list, opt_positive_duration, path_arg};
 use crate::attempt::http::{Body, CONNECT_TIMEOUT, Data, HttpOptions, IdempotencyKey, MAX_REDIRS};
 use crate::classify::{HttpRules, RETRY_AFTER_MAX, StatusSet};
 use crate::cli::HttpArgs;
@@ -136,6 +136,10 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
             args.retry_after_max.as_deref(),
         )?
         .unwrap_or(RETRY_AFTER_MAX),
+        retry_after_spread: opt_duration(
+            "--retry-after-spread",
+            args.retry_after_spread.as_deref(),
+        )?,
     };
     let output = args.output.as_deref().filter(|o| o.as_os_str() != "-");
     file_arg("--output", output, "a file name, or - for stdout")?;

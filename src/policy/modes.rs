@@ -308,6 +308,13 @@ const FLAGS: &[Flag] = &[
         HTTP | DRY_RUN,
         |c| c.http.retry_after_max.is_some()
     ),
+    row!(
+        "retry_after_spread",
+        "--retry-after-spread",
+        Http,
+        HTTP | DRY_RUN,
+        |c| c.http.retry_after_spread.is_some()
+    ),
     row!("cacert", "--cacert", Http, HTTP | DRY_RUN, |c| c
         .http
         .cacert

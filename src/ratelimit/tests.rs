@@ -597,3 +597,18 @@ fn a_field_sent_twice_differently_is_ignored_and_values_are_shown_safely() {
         "{why}"
     );
 }
+
+#[test]
+fn retry_after_takes_the_obsolete_date_forms_too() {
+    // 1994-11-06 08:49:37 UTC, RFC 9110's own example date.
+    let date = 784_111_777;
+    for v in [
+        "Sun, 06 Nov 1994 08:49:37 GMT",
+        "Sunday, 06-Nov-94 08:49:37 GMT",
+        "Sun Nov  6 08:49:37 1994",
+    ] {
+        let pairs: Vec<(&str, &[u8])> = vec![("Retry-After", v.as_bytes())];
+        let f = read(503, &pairs, at(date - 30)).floor.expect("a floor");
+        assert_eq!((f.wait, f.reading), (s(30), Reading::HttpDate), "{v}");
+    }
+}

@@ -151,7 +151,7 @@ fn go(
 fn the_sink_hears_each_wait_and_the_countdown_counts_all_of_it() {
     let ok = Status::Http {
         code: 200,
-        retry_after: None,
+        hints: crate::ratelimit::Hints::NONE,
     };
     let mut rec = Recorder::default();
     let statuses = vec![told_to_wait(5), Status::Exited(1), ok];
@@ -295,7 +295,7 @@ fn timeouts_are_retried_and_exit_124() {
 fn told_to_wait(secs_: u64) -> Status {
     Status::Http {
         code: 429,
-        retry_after: Some(secs(secs_)),
+        hints: crate::ratelimit::Hints::retry_after(secs(secs_)),
     }
 }
 
@@ -303,7 +303,7 @@ fn told_to_wait(secs_: u64) -> Status {
 fn retry_after_is_a_floor_with_the_delay_on_top() {
     let ok = Status::Http {
         code: 200,
-        retry_after: None,
+        hints: crate::ratelimit::Hints::NONE,
     };
     let (f, sleeps, _) = go(&policy(Some(3)), vec![told_to_wait(5), ok], Duration::ZERO);
     assert_eq!((f.exit_code, f.attempts), (0, 2));

@@ -126,11 +126,11 @@ fn since(d: Duration) -> u32 {
 
 static FAILED: Status = Status::Http {
     code: 503,
-    retry_after: None,
+    hints: crate::ratelimit::Hints::NONE,
 };
 static SUCCEEDED: Status = Status::Http {
     code: 200,
-    retry_after: None,
+    hints: crate::ratelimit::Hints::NONE,
 };
 /// An attempt `--max-time` stopped before its answer came (exit 28).
 static CUT_OFF: Status = Status::Net {
@@ -341,7 +341,7 @@ impl<S: Sink> World<'_, S> {
                 let reason: Cow<'static, str> = match stop {
                     Stop::Success => "".into(),
                     Stop::DeadlineDuringAttempt => "--max-time ran out during the attempt".into(),
-                    Stop::Deadline(why) => why.reason().into(),
+                    Stop::Deadline(why) => crate::after::deadline_reason(&why, done.status).into(),
                     _ => "no attempts left".into(),
                 };
                 return self.end(&done, stop.end(), reason);
@@ -364,7 +364,10 @@ impl<S: Sink> World<'_, S> {
         };
         let (until, delay, wait) = match decision {
             Decision::Sleep { until, delay, wait } => (until, delay, wait),
-            Decision::GiveUp(why) => return self.end(&done, End::Deadline, why.reason().into()),
+            Decision::GiveUp(why) => {
+                let reason = crate::after::deadline_reason(&why, done.status);
+                return self.end(&done, End::Deadline, reason.into());
+            }
         };
         let planned = Wait {
             delay: wait,
