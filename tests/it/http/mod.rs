@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 mod bodies;
 mod files;
 mod limits;
+mod ratelimit;
 mod replies;
 mod requests;
 mod stops;
