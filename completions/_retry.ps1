@@ -78,6 +78,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--outage', '--outage', [CompletionResultType]::ParameterName, 'The simulated server fails every request until DUR has passed')
             [CompletionResult]::new('--capacity', '--capacity', [CompletionResultType]::ParameterName, 'The simulated server admits RATE requests a second (a token bucket), rejecting the rest')
             [CompletionResult]::new('--capacity-burst', '--capacity-burst', [CompletionResultType]::ParameterName, 'Requests --capacity admits at once, its bucket''s depth [default: 100ms worth]')
+            [CompletionResult]::new('--fixed-window', '--fixed-window', [CompletionResultType]::ParameterName, 'The simulated server is a fixed-window rate limiter: LIMIT requests per window of DUR, the rest refused with the time to its reset')
             [CompletionResult]::new('--model', '--model', [CompletionResultType]::ParameterName, 'Another server model: occ (each client reads a version, then writes it back; a write fails if another came in between)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Report format of the simulation [default: text]')
             [CompletionResult]::new('--plot', '--plot', [CompletionResultType]::ParameterName, 'Also draw the load and the clients through over time as an SVG picture in FILE')

@@ -75,6 +75,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --outage 'The simulated server fails every request until DUR has passed'
             cand --capacity 'The simulated server admits RATE requests a second (a token bucket), rejecting the rest'
             cand --capacity-burst 'Requests --capacity admits at once, its bucket''s depth [default: 100ms worth]'
+            cand --fixed-window 'The simulated server is a fixed-window rate limiter: LIMIT requests per window of DUR, the rest refused with the time to its reset'
             cand --model 'Another server model: occ (each client reads a version, then writes it back; a write fails if another came in between)'
             cand --format 'Report format of the simulation [default: text]'
             cand --plot 'Also draw the load and the clients through over time as an SVG picture in FILE'

@@ -52,6 +52,7 @@ complete -c retry -l simulate -d 'Simulate N clients that all fail at once under
 complete -c retry -l outage -d 'The simulated server fails every request until DUR has passed' -r
 complete -c retry -l capacity -d 'The simulated server admits RATE requests a second (a token bucket), rejecting the rest' -r
 complete -c retry -l capacity-burst -d 'Requests --capacity admits at once, its bucket\'s depth [default: 100ms worth]' -r
+complete -c retry -l fixed-window -d 'The simulated server is a fixed-window rate limiter: LIMIT requests per window of DUR, the rest refused with the time to its reset' -r
 complete -c retry -l model -d 'Another server model: occ (each client reads a version, then writes it back; a write fails if another came in between)' -r -f -a "occ\t'optimistic concurrency on one row (the classic backoff simulation)'"
 complete -c retry -l format -d 'Report format of the simulation [default: text]' -r -f -a "text\t''
 json\t''"

@@ -91,6 +91,7 @@ module completions {
     --outage: string          # The simulated server fails every request until DUR has passed
     --capacity: string        # The simulated server admits RATE requests a second (a token bucket), rejecting the rest
     --capacity-burst: string  # Requests --capacity admits at once, its bucket's depth [default: 100ms worth]
+    --fixed-window: string    # The simulated server is a fixed-window rate limiter: LIMIT requests per window of DUR, the rest refused with the time to its reset
     --model: string@"nu-complete retry model" # Another server model: occ (each client reads a version, then writes it back; a write fails if another came in between)
     --compare                 # Simulate every jitter kind under the same policy and show them side by side
     --format: string@"nu-complete retry format" # Report format of the simulation [default: text]

@@ -213,6 +213,14 @@ impl Config {
             policy.rules.http = rules;
             request
         });
+        if cli.sim.simulate.is_some() {
+            // The simulated clients spread after a server's wait as HTTP
+            // mode's do.
+            policy.rules.http.retry_after_spread = opt_duration(
+                "--retry-after-spread",
+                cli.http.retry_after_spread.as_deref(),
+            )?;
+        }
         let sim = sim::from_args(&cli.sim)?.map(|s| SimOptions {
             additive_max: jitter_max.unwrap_or(Duration::from_secs(1)),
             pace: fleet.pace,

@@ -33,7 +33,9 @@ pub fn files() -> Vec<(String, Vec<u8>)> {
     }
     out.push(completion(clap_complete_nushell::Nushell, name));
     out.push(("man/retry.1".to_string(), man_page()));
-    out.push((STORM.0.to_string(), storm()));
+    for (path, args) in [STORM, RESET] {
+        out.push((path.to_string(), chart(args)));
+    }
     out
 }
 
@@ -58,10 +60,28 @@ pub const STORM: (&str, &[&str]) = (
     ],
 );
 
-/// The guide's chart, drawn by the same code as `--plot`.
-fn storm() -> Vec<u8> {
+/// The guide's chart of a fleet told one reset (docs/simulate.md).
+pub const RESET: (&str, &[&str]) = (
+    "docs/reset.svg",
+    &[
+        "--simulate",
+        "100",
+        "--fixed-window",
+        "10/1s",
+        "--max",
+        "30",
+        "--retry-after-spread",
+        "1s",
+        "--compare",
+        "--seed",
+        "1",
+    ],
+);
+
+/// One of the guide's charts, drawn by the same code as `--plot`.
+fn chart(args: &[&str]) -> Vec<u8> {
     use clap::Parser;
-    let cli = Cli::parse_from(std::iter::once("retry").chain(STORM.1.iter().copied()));
+    let cli = Cli::parse_from(std::iter::once("retry").chain(args.iter().copied()));
     let config = retry_tool::policy::Config::from_cli(cli, Default::default())
         .expect("the chart's flags are valid");
     let retry_tool::policy::Mode::Simulate { sim } = &config.mode else {

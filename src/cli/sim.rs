@@ -55,6 +55,20 @@ pub struct SimArgs {
     )]
     pub capacity_burst: Option<String>,
 
+    /// The simulated server is a fixed-window rate limiter: LIMIT requests per window of DUR, the rest refused with the time to its reset
+    ///
+    /// Each refusal says when the window resets, as a server's rate-limit
+    /// field does, and the clients wait for it (spread after it by
+    /// --retry-after-spread). The report adds the busiest 100ms after a
+    /// reset and the requests rejected per request served.
+    #[arg(
+        long,
+        value_name = "LIMIT/DUR",
+        allow_hyphen_values = true,
+        help_heading = "Simulation"
+    )]
+    pub fixed_window: Option<String>,
+
     /// Another server model: occ (each client reads a version, then writes it back; a write fails if another came in between)
     #[arg(
         long,

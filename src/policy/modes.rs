@@ -312,7 +312,7 @@ const FLAGS: &[Flag] = &[
         "retry_after_spread",
         "--retry-after-spread",
         Http,
-        HTTP | DRY_RUN,
+        HTTP | DRY_RUN | SIMULATE,
         |c| c.http.retry_after_spread.is_some()
     ),
     row!("cacert", "--cacert", Http, HTTP | DRY_RUN, |c| c
@@ -373,6 +373,13 @@ const FLAGS: &[Flag] = &[
         Simulation,
         SIMULATE,
         |c| c.sim.capacity_burst.is_some()
+    ),
+    row!(
+        "fixed_window",
+        "--fixed-window",
+        Simulation,
+        SIMULATE,
+        |c| c.sim.fixed_window.is_some()
     ),
     row!("model", "--model", Simulation, SIMULATE, |c| c
         .sim

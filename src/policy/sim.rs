@@ -84,6 +84,28 @@ pub fn from_args(args: &SimArgs) -> Result<Option<SimOptions>, UsageError> {
     if let Some(plot) = &args.plot {
         path_arg("--plot", plot, "an SVG file name such as herd.svg")?;
     }
+    let window = args
+        .fixed_window
+        .as_deref()
+        .map(|s| {
+            parse_window(s).ok_or_else(|| {
+                invalid(
+                    "--fixed-window",
+                    s,
+                    "requests per window, such as 100/1s or 5000/1h",
+                )
+            })
+        })
+        .transpose()?;
+    if let Some((limit, every)) = window {
+        if args.model.is_some() || outage.is_some() || capacity.is_some() {
+            return Err(UsageError(
+                "--fixed-window is a server of its own: it cannot be combined with --outage, --capacity or --model"
+                    .to_string(),
+            ));
+        }
+        return Ok(Some(options(args, clients, Model::Window { limit, every })));
+    }
     let model = match (args.model, outage, capacity) {
         (Some(ModelArg::Occ), None, None) => Model::Occ,
         (Some(ModelArg::Occ), _, _) => {
@@ -100,12 +122,16 @@ pub fn from_args(args: &SimArgs) -> Result<Option<SimOptions>, UsageError> {
         (None, Some(until), None) => Model::Outage { until },
         (None, None, None) => {
             return Err(UsageError(
-                "--simulate needs a server model: --outage DUR, --capacity RATE/s or --model occ"
+                "--simulate needs a server model: --outage DUR, --capacity RATE/s, --fixed-window LIMIT/DUR or --model occ"
                     .to_string(),
             ));
         }
     };
-    Ok(Some(SimOptions {
+    Ok(Some(options(args, clients, model)))
+}
+
+fn options(args: &SimArgs, clients: u32, model: Model) -> SimOptions {
+    SimOptions {
         clients,
         model,
         compare: args.compare,
@@ -114,7 +140,15 @@ pub fn from_args(args: &SimArgs) -> Result<Option<SimOptions>, UsageError> {
         additive_max: Duration::from_secs(1),
         pace: None,
         budget: None,
-    }))
+    }
+}
+
+/// `100/1s`: a whole number of requests above zero per a duration above zero.
+fn parse_window(s: &str) -> Option<(u32, Duration)> {
+    let (n, every) = s.trim().split_once('/')?;
+    let limit = n.trim().parse::<u32>().ok().filter(|n| *n >= 1)?;
+    let every = parse_duration(every).filter(|d| !d.is_zero())?;
+    Some((limit, every))
 }
 
 /// `200/s`, `600/m`, or a bare number per second.
@@ -152,11 +186,35 @@ mod tests {
             outage: None,
             capacity: None,
             capacity_burst: None,
+            fixed_window: None,
             model: None,
             compare: false,
             format: None,
             plot: None,
         }
+    }
+
+    #[test]
+    fn a_fixed_window_is_a_server_of_its_own() {
+        let mut a = args(Some("10"));
+        a.fixed_window = Some("100/1m".into());
+        let o = from_args(&a).expect("valid").expect("some");
+        assert_eq!(
+            o.model,
+            Model::Window {
+                limit: 100,
+                every: Duration::from_secs(60)
+            }
+        );
+        for bad in ["0/1s", "10/0s", "10", "10/soon", "-1/1s", "1.5/1s"] {
+            a.fixed_window = Some(bad.into());
+            let e = from_args(&a).expect_err(bad).0;
+            assert!(e.contains("--fixed-window") && e.contains("100/1s"), "{e}");
+        }
+        a.fixed_window = Some("10/1s".into());
+        a.capacity = Some("20/s".into());
+        let e = from_args(&a).expect_err("two servers").0;
+        assert!(e.contains("cannot be combined"), "{e}");
     }
 
     #[test]

@@ -37,6 +37,11 @@ struct Server {
     /// The capacity's rate and bucket depth (null: not a capacity model).
     capacity_per_s: Option<f64>,
     capacity_burst: Option<f64>,
+    /// The fixed window's limit and length (absent: not a window model).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    window_limit: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    window_ms: Option<f64>,
 }
 
 /// Every parameter of the policy the clients follow, in numbers.
@@ -50,6 +55,9 @@ struct PolicyJson {
     multiplier: Option<f64>,
     base_ms: f64,
     cap_ms: f64,
+    /// `--retry-after-spread` (absent: the backoff delay).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    retry_after_spread_ms: Option<f64>,
     /// Null with --compare (each run names its own).
     jitter: Option<&'static str>,
     /// The random part of additive jitter (null when no run uses it).
@@ -104,12 +112,19 @@ impl Server {
             Model::Outage { .. } => ("outage", None),
             Model::Capacity { rate, .. } => ("capacity", Some((rate, model.burst()))),
             Model::Occ => ("occ", None),
+            Model::Window { .. } => ("fixed-window", None),
+        };
+        let window = match *model {
+            Model::Window { limit, every } => Some((limit, ms(every))),
+            _ => None,
         };
         Server {
             kind,
             outage_ms: model.recovery().map(ms),
             capacity_per_s: capacity.map(|c| c.0),
             capacity_burst: capacity.map(|c| c.1),
+            window_limit: window.map(|w| w.0),
+            window_ms: window.map(|w| w.1),
         }
     }
 }
@@ -138,6 +153,7 @@ impl PolicyJson {
             jitter_max_ms: jitter_max.map(ms),
             reset_after_ms: policy.reset_after.map(ms),
             stagger_ms: policy.stagger.map(ms),
+            retry_after_spread_ms: policy.rules.http.retry_after_spread.map(ms),
             pace: sim.pace.map(|p| PaceJson {
                 per_s: 1e6 / p.interval as f64,
                 burst: p.burst,

@@ -26,6 +26,7 @@ use crate::classify::{Limit, NetFailure, Status, Verdict};
 use crate::event::{End, Ending, Event, Sink, Wait};
 use crate::exit;
 use crate::human::human;
+use crate::ratelimit::{Field, Hints, Reading};
 use crate::retry_policy::Policy;
 use crate::wait::Decision;
 
@@ -70,6 +71,9 @@ pub struct Outcome {
     /// Clients neither through nor given up when the simulation stopped at
     /// its request limit (0 when it ran to the end).
     pub still_retrying: u32,
+    /// The window model: the most requests in any 100 ms between one of
+    /// its resets and the next.
+    pub at_reset: Option<u64>,
 }
 
 impl Outcome {
@@ -126,11 +130,11 @@ fn since(d: Duration) -> u32 {
 
 static FAILED: Status = Status::Http {
     code: 503,
-    hints: crate::ratelimit::Hints::NONE,
+    hints: Hints::NONE,
 };
 static SUCCEEDED: Status = Status::Http {
     code: 200,
-    hints: crate::ratelimit::Hints::NONE,
+    hints: Hints::NONE,
 };
 /// An attempt `--max-time` stopped before its answer came (exit 28).
 static CUT_OFF: Status = Status::Net {
@@ -252,7 +256,11 @@ where
             Msg::Request => {
                 client.attempts += 1;
                 world.tally.request(now);
-                stateless.request(now)
+                let ok = stateless.request(now);
+                // A refusal carries the limiter's reset, if it has one.
+                let reset = if ok { None } else { stateless.reset_in(now) };
+                world.answered(client, now, ok, reset, rng);
+                continue;
             }
             Msg::Read => {
                 client.version = row.read();
@@ -276,13 +284,14 @@ where
             }
             Msg::WriteReply { ok } => ok,
         };
-        world.answered(client, now, ok, rng);
+        world.answered(client, now, ok, None, rng);
     }
     // Every client either succeeded, gave up, or is still waiting.
     let settled = u64::from(world.gave_up) + world.tally.succeeded;
     Outcome {
         clients,
         still_retrying: u32::try_from(u64::from(clients).saturating_sub(settled)).unwrap_or(0),
+        at_reset: stateless.busiest_at_reset(),
         tally: world.tally,
         gave_up: world.gave_up,
         refused: world.refused,
@@ -313,6 +322,7 @@ impl<S: Sink> World<'_, S> {
         mut client: Client,
         now: Duration,
         ok: bool,
+        reset: Option<Duration>,
         rng: &mut R,
     ) {
         let policy = self.policy;
@@ -320,10 +330,17 @@ impl<S: Sink> World<'_, S> {
         // A real run stops an attempt still running at --max-time: its
         // answer, even a success, is never seen.
         let cut = deadline.is_some_and(|d| now > d);
-        let (status, verdict) = match (cut, ok) {
-            (true, _) => (&CUT_OFF, Verdict::Permanent),
-            (false, true) => (&SUCCEEDED, Verdict::Success),
-            (false, false) => (&FAILED, Verdict::Retryable),
+        // A refusal that says when the limit resets, as a server's field
+        // does (to the nanosecond, as X-RateLimit-Reset-After can).
+        let limited = reset.map(|wait| Status::Http {
+            code: 429,
+            hints: Hints::floor(wait, Field::XResetAfter, Reading::Seconds, String::new()),
+        });
+        let (status, verdict) = match (cut, ok, &limited) {
+            (true, ..) => (&CUT_OFF, Verdict::Permanent),
+            (false, true, _) => (&SUCCEEDED, Verdict::Success),
+            (false, false, Some(limited)) => (limited, Verdict::Retryable),
+            (false, false, None) => (&FAILED, Verdict::Retryable),
         };
         // As a real run does after each attempt: the budget counts it.
         self.shared.record(ok && !cut);
@@ -453,6 +470,33 @@ mod tests {
 
     fn sim(p: &Policy, model: Model, n: u32, seed: u64) -> Outcome {
         fleet_sim(p, Fleet::default(), model, n, seed)
+    }
+
+    #[test]
+    fn clients_told_a_reset_wake_at_it_together_unless_spread_after_it() {
+        let window = Model::Window {
+            limit: 10,
+            every: ms(1000),
+        };
+        let mut p = policy(Jitter::Full, Some(30));
+        p.rules.http.retry_after_spread = Some(Duration::ZERO);
+        let exact = sim(&p, window, 100, 1);
+        // All 90 refused at the first window come back at its reset; every
+        // window serves ten, so the fleet is through after ten.
+        assert_eq!(exact.at_reset, Some(90));
+        assert_eq!(exact.successes().len(), 100);
+        assert_eq!(exact.successes().iter().max(), Some(&ms(9000)));
+        p.rules.http.retry_after_spread = Some(ms(1000));
+        let spread = sim(&p, window, 100, 1);
+        assert!(
+            spread.at_reset.is_some_and(|n| n < 20),
+            "{:?}",
+            spread.at_reset
+        );
+        assert_eq!(spread.successes().len(), 100);
+        // No wait ever starts before the server's reset: a window never
+        // serves more than its limit, so ten windows are the least.
+        assert!(spread.successes().iter().max() > Some(&ms(9000)));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! Pure: the only randomness (network latency in the OCC model) comes from
 //! the RNG the caller passes.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use rand::Rng;
@@ -26,6 +27,10 @@ pub enum Model {
         burst: Option<u32>,
         outage: Option<Duration>,
     },
+    /// A fixed-window rate limiter: `limit` requests in each window of
+    /// `every` (counted from the start), the rest refused with the time
+    /// left until the next window, as a server's reset field says it.
+    Window { limit: u32, every: Duration },
     /// Optimistic concurrency on one row: each attempt reads the version,
     /// then writes it back; the write succeeds only if no other write landed
     /// in between. Every one-way message takes |Normal(10 ms, 2 ms)|; only
@@ -39,7 +44,7 @@ impl Model {
         match *self {
             Model::Outage { until } => Some(until),
             Model::Capacity { outage, .. } => outage,
-            Model::AlwaysFail | Model::Occ => None,
+            Model::AlwaysFail | Model::Occ | Model::Window { .. } => None,
         }
     }
 
@@ -73,6 +78,10 @@ impl Model {
                 s
             }
             Model::Occ => "optimistic concurrency (read, then conditional write)".to_string(),
+            Model::Window { limit, every } => format!(
+                "a fixed window of {limit} requests per {}, refusing the rest until its reset",
+                human(every)
+            ),
         }
     }
 }
@@ -84,7 +93,18 @@ pub struct Stateless {
     tokens: f64,
     burst: f64,
     refilled: Duration,
+    /// The window model: the current window's number, the requests it
+    /// has admitted, and its arrivals of the last 100 ms.
+    window: u64,
+    admitted: u32,
+    recent: VecDeque<Duration>,
+    /// The most requests in any 100 ms of a window after the first (the
+    /// first's are the fleet's first attempts, not a reset's wave).
+    busiest_at_reset: u64,
 }
+
+/// The span the wave after a reset is counted over.
+const AT_RESET: Duration = Duration::from_millis(100);
 
 impl Stateless {
     pub fn new(model: Model) -> Stateless {
@@ -97,6 +117,53 @@ impl Stateless {
             tokens: burst,
             burst,
             refilled: start,
+            window: 0,
+            admitted: 0,
+            recent: VecDeque::new(),
+            busiest_at_reset: 0,
+        }
+    }
+
+    /// The window model: how long after `at` its window resets, which a
+    /// refused request is told (None for the other models).
+    pub fn reset_in(&self, at: Duration) -> Option<Duration> {
+        match self.model {
+            Model::Window { every, .. } => {
+                let next = every.saturating_mul(u32::try_from(self.window + 1).unwrap_or(u32::MAX));
+                Some(next.saturating_sub(at))
+            }
+            _ => None,
+        }
+    }
+
+    /// The window model: the most requests in any 100 ms between one of
+    /// its resets and the next (None for the other models).
+    pub fn busiest_at_reset(&self) -> Option<u64> {
+        matches!(self.model, Model::Window { .. }).then_some(self.busiest_at_reset)
+    }
+
+    /// The window model's answer at `at`.
+    fn window(&mut self, at: Duration, limit: u32, every: Duration) -> bool {
+        let every_ns = every.as_nanos().max(1);
+        let k = u64::try_from(at.as_nanos() / every_ns).unwrap_or(u64::MAX);
+        if k != self.window {
+            self.window = k;
+            self.admitted = 0;
+            self.recent.clear();
+        }
+        if k > 0 {
+            while self.recent.front().is_some_and(|t| at - *t >= AT_RESET) {
+                self.recent.pop_front();
+            }
+            self.recent.push_back(at);
+            let n = self.recent.len() as u64;
+            self.busiest_at_reset = self.busiest_at_reset.max(n);
+        }
+        if self.admitted < limit {
+            self.admitted += 1;
+            true
+        } else {
+            false
         }
     }
 
@@ -121,6 +188,7 @@ impl Stateless {
                     false
                 }
             }
+            Model::Window { limit, every } => self.window(at, limit, every),
             // OCC has its own server state; see `Occ`.
             Model::Occ => false,
         }
@@ -240,6 +308,37 @@ mod tests {
             outage: None,
         });
         assert_eq!((0..10).filter(|_| s.request(ms(0))).count(), 5);
+    }
+
+    #[test]
+    fn a_fixed_window_admits_its_limit_then_says_when_it_resets() {
+        let mut w = Stateless::new(Model::Window {
+            limit: 2,
+            every: ms(1000),
+        });
+        assert!(w.request(ms(10)));
+        assert!(w.request(ms(20)));
+        assert!(!w.request(ms(30)));
+        assert_eq!(w.reset_in(ms(30)), Some(ms(970)));
+        // The next window admits two again; its busiest 100 ms is counted.
+        for t in [1000, 1000, 1050, 1099] {
+            w.request(ms(t));
+        }
+        assert!(!w.request(ms(1100)));
+        assert_eq!(w.busiest_at_reset(), Some(4));
+        assert!(w.request(ms(2500)));
+        assert_eq!(w.reset_in(ms(2500)), Some(ms(500)));
+        assert_eq!(w.busiest_at_reset(), Some(4));
+        // The first window's start is not a reset.
+        let mut first = Stateless::new(Model::Window {
+            limit: 1,
+            every: ms(1000),
+        });
+        for _ in 0..5 {
+            first.request(ms(0));
+        }
+        assert_eq!(first.busiest_at_reset(), Some(0));
+        assert_eq!(Stateless::new(Model::AlwaysFail).reset_in(ms(1)), None);
     }
 
     #[test]

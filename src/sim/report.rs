@@ -41,6 +41,13 @@ pub struct Summary {
     /// A single client's waits, in order (only with one client).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waits_ms: Option<Vec<f64>>,
+    /// A rate limiter's model (`--fixed-window`): the most requests in any
+    /// 100 ms between one of its resets and the next, and the requests it
+    /// refused per request it served.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busiest_100ms_after_reset: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rejected_per_served: Option<f64>,
 }
 
 fn ms(d: Duration) -> f64 {
@@ -72,6 +79,11 @@ impl Summary {
             truncated: o.truncated(),
             still_retrying: o.still_retrying,
             waits_ms: waits.map(|w| w.into_iter().map(ms).collect()),
+            busiest_100ms_after_reset: o.at_reset,
+            rejected_per_served: o.at_reset.map(|_| {
+                let served = t.succeeded.max(1) as f64;
+                t.requests.saturating_sub(t.succeeded) as f64 / served
+            }),
         }
     }
 }
@@ -106,6 +118,10 @@ pub fn text(
             "  after recovery:       {}",
             opt_n(s.busiest_100ms_after_recovery)
         );
+    }
+    if let (Some(wave), Some(ratio)) = (s.busiest_100ms_after_reset, s.rejected_per_served) {
+        let _ = writeln!(r, "  after a reset:        {wave}");
+        let _ = writeln!(r, "rejected per served:    {ratio:.2}");
     }
     let _ = writeln!(r, "median client success:  {}", opt_ms(s.median_success_ms));
     let _ = writeln!(r, "last client success:    {}", opt_ms(s.last_success_ms));
@@ -166,6 +182,20 @@ pub fn table(
         r,
         "(busiest: most requests in any 100ms window; after rec: counting only once the server is back)"
     );
+    if runs.iter().any(|(s, _)| s.rejected_per_served.is_some()) {
+        let waves: Vec<String> = runs
+            .iter()
+            .map(|(s, _)| {
+                format!(
+                    "{} {} in 100ms, {:.2} rejected per served",
+                    s.jitter,
+                    opt_n(s.busiest_100ms_after_reset),
+                    s.rejected_per_served.unwrap_or_default()
+                )
+            })
+            .collect();
+        let _ = writeln!(r, "(after a reset: {})", waves.join("; "));
+    }
     if runs.iter().any(|(s, _)| s.refused_by_budget > 0) {
         let refused: Vec<String> = runs
             .iter()
@@ -228,6 +258,7 @@ mod tests {
             gave_up: 1,
             refused: 0,
             still_retrying: 0,
+            at_reset: None,
         };
         let s = Summary::of("full", &o, Some(ms(1000)), None);
         assert_eq!(s.requests, 7);
@@ -251,6 +282,7 @@ mod tests {
             gave_up: 2,
             refused: 0,
             still_retrying: 7,
+            at_reset: None,
         };
         let s = Summary::of("full", &o, None, None);
         assert!(s.truncated);
