@@ -740,3 +740,52 @@ fn the_plot_wraps_its_title_and_names_staggered_starts() {
     // Nothing left beside it.
     assert_eq!(std::fs::read_dir(dir.path()).expect("dir").count(), 1);
 }
+
+#[test]
+fn a_fixed_window_shows_the_wave_at_its_reset_and_the_spread_that_breaks_it() {
+    let run = |spread: &str| {
+        let out = retry([
+            "--simulate",
+            "100",
+            "--fixed-window",
+            "10/1s",
+            "--max",
+            "30",
+            "--retry-after-spread",
+            spread,
+            "--seed",
+            "1",
+            "--format",
+            "json",
+        ])
+        .run();
+        out.expect_code(0);
+        json(&out)
+    };
+    let exact = run("0");
+    assert_eq!(exact["server"]["kind"], "fixed-window");
+    assert_eq!(exact["server"]["window_limit"], 10);
+    assert_eq!(exact["policy"]["retry_after_spread_ms"], 0.0);
+    let r = &exact["runs"][0];
+    // All 90 refused come back at the reset together; ten are served per
+    // window, and the tenth client through was refused nine times.
+    assert_eq!(r["busiest_100ms_after_reset"], 90);
+    assert_eq!(r["rejected_per_served"], 4.5);
+    assert_eq!(r["succeeded"], 100);
+    let spread = run("1s");
+    let wave = spread["runs"][0]["busiest_100ms_after_reset"].as_u64();
+    assert!(wave.is_some_and(|w| w < 30), "{spread}");
+    // Not a window model: none of these fields.
+    let out = retry(["--simulate", "10", "--outage", "1s", "--format", "json"]).run();
+    assert!(json(&out)["runs"][0].get("rejected_per_served").is_none());
+    let out = retry([
+        "--simulate",
+        "10",
+        "--fixed-window",
+        "10/1s",
+        "--capacity",
+        "5/s",
+    ])
+    .run();
+    out.expect_usage_line("--fixed-window is a server of its own");
+}
