@@ -9,7 +9,9 @@
 //! field's `t` (and an earlier draft's `RateLimit-Reset`); then the
 //! `X-RateLimit-*` family: `X-RateLimit-Reset-After`, `X-RateLimit-Reset`,
 //! `X-RateLimit-Requests-Reset`, `x-ratelimit-reset-requests` /
-//! `-tokens`. Every value is parsed strictly: one that fits none of its
+//! `-tokens`. A reset is taken from a quota whose remaining count is 0, or,
+//! with no count, from a 429 (which says a limit was hit). Every value is
+//! parsed strictly: one that fits none of its
 //! documented forms is skipped with a reason (shown at `-v`), and the next
 //! field is consulted; nothing is guessed.
 //!
@@ -183,6 +185,7 @@ const DATE_SKEW_MAX: Duration = Duration::from_secs(86_400);
 /// as lists may be split over several lines).
 pub fn read(code: u16, fields: &[(&str, &[u8])], now: SystemTime) -> Hints {
     let mut r = Reader {
+        code,
         fields,
         ignored: Vec::new(),
         server_now: now,
@@ -211,6 +214,7 @@ pub fn read(code: u16, fields: &[(&str, &[u8])], now: SystemTime) -> Hints {
 }
 
 struct Reader<'a> {
+    code: u16,
     fields: &'a [(&'a str, &'a [u8])],
     ignored: Vec<String>,
     /// The server's clock, for dates and epoch times.
@@ -348,8 +352,8 @@ impl<'a> Reader<'a> {
     }
 
     /// The `X-RateLimit-*` family, each reset taken only when its own
-    /// remaining count is 0 or absent: a quota with requests left is not
-    /// why a request was refused.
+    /// remaining count allows (`remaining`): a quota with requests left is
+    /// not why a request was refused.
     fn x_family(&mut self) -> Found {
         if let Some(exhausted) = self.remaining("X-RateLimit-Remaining") {
             if let Some(v) = self.single("X-RateLimit-Reset-After") {
@@ -374,16 +378,18 @@ impl<'a> Reader<'a> {
     }
 
     /// Whether a remaining count lets its resets be used: Some(true) when it
-    /// is 0, Some(false) when absent, None when requests are left (or it is
-    /// malformed, which is said).
+    /// is 0 (decimals allowed: Reddit sends `0.0`); without a count,
+    /// Some(false) on a 429, which says a limit was hit, and None on any
+    /// other status, whose resets may describe a quota nobody spent; None
+    /// too when requests are left, or the count is malformed (said).
     fn remaining(&mut self, name: &str) -> Option<bool> {
         let Some(v) = self.single(name) else {
-            return Some(false);
+            return (self.code == 429).then_some(false);
         };
-        match v {
-            "0" => Some(true),
-            _ if is_digits(v) => None,
-            _ => {
+        match decimal(v, 1) {
+            Some(n) if n.is_zero() => Some(true),
+            Some(_) => None,
+            None => {
                 self.ignore(name, v, "is not a count: its resets are not used");
                 None
             }

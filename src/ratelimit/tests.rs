@@ -612,3 +612,46 @@ fn retry_after_takes_the_obsolete_date_forms_too() {
         assert_eq!((f.wait, f.reading), (s(30), Reading::HttpDate), "{v}");
     }
 }
+
+#[test]
+fn without_a_count_only_a_429_takes_a_reset() {
+    let reset = (NOW + 60).to_string();
+    // A 503 from an API that sends its window's reset on every response:
+    // nothing says that quota was spent.
+    assert_eq!(floor_of(503, &[("X-RateLimit-Reset", &reset)]), None);
+    assert_eq!(floor_of(200, &[("x-ratelimit-reset-requests", "1s")]), None);
+    assert_eq!(
+        floor_of(429, &[("X-RateLimit-Reset", &reset)]).map(|f| f.0),
+        Some(s(60))
+    );
+    // A count of 0 says so whatever the status.
+    assert_eq!(
+        floor_of(
+            503,
+            &[
+                ("X-RateLimit-Remaining", "0"),
+                ("X-RateLimit-Reset", &reset)
+            ]
+        )
+        .map(|f| f.0),
+        Some(s(60))
+    );
+}
+
+#[test]
+fn reddits_decimal_counts_and_seconds() {
+    let spent = [
+        ("x-ratelimit-remaining", "0.0"),
+        ("x-ratelimit-reset", "330"),
+    ];
+    assert_eq!(
+        floor_of(429, &spent),
+        Some((s(330), Field::XReset, Reading::Seconds))
+    );
+    assert_eq!(hints(403, &spent).turn, Some(Turn::RateLimited));
+    let left = [
+        ("x-ratelimit-remaining", "598.0"),
+        ("x-ratelimit-reset", "330"),
+    ];
+    assert_eq!(floor_of(429, &left), None);
+}
