@@ -16,10 +16,10 @@
 //! field is consulted; nothing is guessed.
 //!
 //! Epoch or delta (`X-RateLimit-Reset`, `X-RateLimit-Requests-Reset`): with
-//! T the server's time in epoch seconds (its `Date`, when that is within a
-//! day of the local clock, else the local clock), a value below T/2 is
-//! seconds to wait, from T/2 up to 100·T epoch seconds, from 100·T on epoch
-//! milliseconds. The ranges are far apart (T/2 is 28 years of waiting, 100·T
+//! T the server's time in epoch seconds (its `Date` when the local clock is
+//! more than 1.5 s off from it and less than a day, else the local clock),
+//! a value below T/2 is seconds to wait, from T/2 up to 100·T epoch
+//! seconds, from 100·T on epoch milliseconds. The ranges are far apart (T/2 is 28 years of waiting, 100·T
 //! is beyond the year 5000 in seconds), so no real value falls near a
 //! boundary.
 
@@ -179,6 +179,10 @@ pub const VALUE_MAX: usize = 64;
 /// A Date further than this from the local clock is not trusted.
 const DATE_SKEW_MAX: Duration = Duration::from_secs(86_400);
 
+/// A local clock within this of a Date's middle (the Date plus half its
+/// rounding) agrees with it.
+const DATE_AGREES: Duration = Duration::from_millis(1500);
+
 /// Read the fields of a response with status `code`, arrived at `now` by the
 /// local clock. Names are matched without regard to case; a field sent more
 /// than once with different values is ignored (a `RateLimit` list is joined,
@@ -265,8 +269,9 @@ impl<'a> Reader<'a> {
             .push(format!("ignored {name}: \"{}\" {why}", shown(value)));
     }
 
-    /// The server's time: its Date, unless that is missing, malformed or
-    /// more than a day from the local clock.
+    /// The server's time: its Date when the local clock is off from it by
+    /// more than [`DATE_AGREES`] beyond its rounding (and less than a day);
+    /// else the local clock.
     fn server_time(&mut self, now: SystemTime) -> SystemTime {
         let Some(v) = self.single("Date") else {
             return now;
@@ -285,6 +290,17 @@ impl<'a> Reader<'a> {
                 v,
                 "is more than a day from the local clock: the local clock is used",
             );
+            return now;
+        }
+        // A Date has whole seconds: a local clock that agrees with it to
+        // within its rounding and a second is the finer measure, and a
+        // fleet keeps the spread of its own arrival times.
+        let mid = date + Duration::from_millis(500);
+        let off = mid
+            .duration_since(now)
+            .or_else(|_| now.duration_since(mid))
+            .unwrap_or(Duration::MAX);
+        if off <= DATE_AGREES {
             return now;
         }
         date

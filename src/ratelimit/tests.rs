@@ -655,3 +655,26 @@ fn reddits_decimal_counts_and_seconds() {
     ];
     assert_eq!(floor_of(429, &left), None);
 }
+
+#[test]
+fn a_date_that_agrees_with_the_local_clock_gives_way_to_its_finer_reading() {
+    // Dates have whole seconds: 0.9s into the second, the Date still says
+    // its start. The local clock, which agrees, measures the reset.
+    let now = at(NOW) + ms(900);
+    let date = httpdate::fmt_http_date(at(NOW));
+    let reset = (NOW + 1).to_string();
+    let pairs: Vec<(&str, &[u8])> = vec![
+        ("Date", date.as_bytes()),
+        ("X-RateLimit-Remaining", b"0"),
+        ("X-RateLimit-Reset", reset.as_bytes()),
+    ];
+    assert_eq!(read(429, &pairs, now).floor.map(|f| f.wait), Some(ms(100)));
+    // Two seconds off is a skewed clock: the Date measures.
+    let date = httpdate::fmt_http_date(at(NOW - 2));
+    let pairs: Vec<(&str, &[u8])> = vec![
+        ("Date", date.as_bytes()),
+        ("X-RateLimit-Remaining", b"0"),
+        ("X-RateLimit-Reset", reset.as_bytes()),
+    ];
+    assert_eq!(read(429, &pairs, now).floor.map(|f| f.wait), Some(s(3)));
+}
