@@ -207,6 +207,15 @@ fn our_sections(cmd: &clap::Command) -> Roff {
         para(&mut r, text);
     }
 
+    section(&mut r, "RATE-LIMIT FIELDS");
+    for text in [
+        "In HTTP mode the first usable of these fields sets the earliest start of the next attempt, as Retry-After does: Retry-After (seconds or an HTTP date); the IETF RateLimit field's t (the longest among the policies with r=0), or an earlier draft's RateLimit-Reset; X-RateLimit-Reset-After (seconds, decimals allowed); X-RateLimit-Reset and X-RateLimit-Requests-Reset; x-ratelimit-reset-requests and x-ratelimit-reset-tokens (Go durations such as 6m0s). A reset is used only when its remaining count is 0, or, with no count, on a 429. A malformed value is skipped, with a -v line, and the next field read.",
+        "X-RateLimit-Reset is read by magnitude against T, the time in epoch seconds (the response's Date when the local clock is off from it by more than 1.5s): below T/2, seconds to wait; below 100T, epoch seconds; above, epoch milliseconds.",
+        "A 403 with a spent quota and a reset to come, or with Retry-After, is retried as a rate limit. Stripe-Should-Retry: false makes a failure final, true retryable. The jitter is added after the server's time (over --retry-after-spread when given); --retry-after-max and --max-time apply to every field, and a give-up names it.",
+    ] {
+        para(&mut r, text);
+    }
+
     section(&mut r, "LOGGING");
     for text in [
         "The log goes to stderr; stdout is COMMAND's alone. With --log-file, the file receives every event whatever -q or -v say, and stderr only the final give-up line in plain text (-qq: nothing; -v: the ordinary log too).",
