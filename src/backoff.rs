@@ -276,6 +276,42 @@ pub(crate) mod tests {
         Duration::from_millis(n)
     }
 
+    #[test]
+    fn a_step_over_a_window_keeps_its_shape_and_its_draw() {
+        // Equal jitter under 8s drew 6s, halfway up [4s, 8s]: over a 1s
+        // window it lies halfway up [0.5s, 1s].
+        let step = Step {
+            retry: 4,
+            ceiling: ms(8000),
+            low: ms(4000),
+            high: ms(8000),
+            delay: ms(6000),
+        };
+        let over = step.over(ms(1000));
+        assert_eq!(
+            (over.low, over.delay, over.high, over.ceiling),
+            (ms(500), ms(750), ms(1000), ms(1000))
+        );
+        assert_eq!(over.retry, 4);
+        // No jitter: the window itself; a zero window: no wait.
+        let fixed = Step {
+            low: ms(8000),
+            delay: ms(8000),
+            ..step
+        };
+        assert_eq!(fixed.over(ms(300)).delay, ms(300));
+        assert_eq!(step.over(Duration::ZERO).delay, Duration::ZERO);
+        // A zero step stays zero.
+        let zero = Step {
+            retry: 1,
+            ceiling: Duration::ZERO,
+            low: Duration::ZERO,
+            high: Duration::ZERO,
+            delay: Duration::ZERO,
+        };
+        assert_eq!(zero.over(ms(500)).delay, Duration::ZERO);
+    }
+
     fn policy(growth: Growth, jitter: Jitter, base: Duration, cap: Duration) -> DelayPolicy {
         DelayPolicy {
             growth,
