@@ -349,11 +349,9 @@ impl<'a> Reader<'a> {
                         true,
                     ));
                 }
-                Ok(None) => self.ignore(
-                    "RateLimit",
-                    &joined,
-                    "has no exhausted policy (r=0) with a t",
-                ),
+                // Quota left: a valid value with nothing to wait for,
+                // sent on every response by some servers; not worth a line.
+                Ok(None) => {}
                 Err(why) => self.ignore("RateLimit", &joined, &why),
             }
         }
