@@ -8,20 +8,20 @@
 //! Precedence, first usable field wins: `Retry-After`; the IETF `RateLimit`
 //! field's `t` (and an earlier draft's `RateLimit-Reset`); then the
 //! `X-RateLimit-*` family: `X-RateLimit-Reset-After`, `X-RateLimit-Reset`,
-//! `X-RateLimit-Requests-Reset`, `x-ratelimit-reset-requests` /
-//! `-tokens`. A reset is taken from a quota whose remaining count is 0, or,
-//! with no count, from a 429 (which says a limit was hit). Every value is
-//! parsed strictly: one that fits none of its
-//! documented forms is skipped with a reason (shown at `-v`), and the next
-//! field is consulted; nothing is guessed.
+//! `X-RateLimit-Requests-Reset`, `x-ratelimit-reset-requests` / `-tokens`.
+//! A reset is taken from a quota whose remaining count is 0, or, with no
+//! count, from a 429 (which says a limit was hit). Every value is parsed
+//! strictly: one that fits none of its documented forms is skipped with a
+//! reason (shown at `-v`), and the next field is consulted; nothing is
+//! guessed.
 //!
 //! Epoch or delta (`X-RateLimit-Reset`, `X-RateLimit-Requests-Reset`): with
-//! T the server's time in epoch seconds (its `Date` when the local clock is
-//! more than 1.5 s off from it and less than a day, else the local clock),
-//! a value below T/2 is seconds to wait, from T/2 up to 100·T epoch
-//! seconds, from 100·T on epoch milliseconds. The ranges are far apart (T/2 is 28 years of waiting, 100·T
-//! is beyond the year 5000 in seconds), so no real value falls near a
-//! boundary.
+//! T the time in epoch seconds (by the local clock, unless the `Date` shows
+//! it more than 1.5 s off and less than a day, when the Date is T), a value
+//! below T/2 is seconds to wait, from T/2 up to 100·T epoch seconds, from
+//! 100·T on epoch milliseconds. The ranges are far apart (T/2 is 28 years
+//! of waiting, 100·T is beyond the year 5000 in seconds), so no real value
+//! falls near a boundary.
 
 use std::time::{Duration, SystemTime};
 
@@ -221,7 +221,7 @@ struct Reader<'a> {
     code: u16,
     fields: &'a [(&'a str, &'a [u8])],
     ignored: Vec<String>,
-    /// The server's clock, for dates and epoch times.
+    /// The time dates and epoch times are measured against (`server_time`).
     server_now: SystemTime,
 }
 
