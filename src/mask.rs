@@ -13,7 +13,7 @@
 
 mod command;
 
-pub use command::{argument, command_line};
+pub use command::{argument, command_line, is_assignment};
 
 /// What a hidden value is shown as.
 pub const MASK: &str = "***";
