@@ -19,6 +19,7 @@ mod limits;
 mod monitor;
 mod need;
 mod output;
+mod peers;
 mod pki;
 mod process;
 mod pty;
