@@ -125,6 +125,22 @@ pub fn url(u: &str) -> String {
     out
 }
 
+/// An address as a message that refuses it may echo it: everything from
+/// the scheme to the last `@` hidden, then masked as [`url`] masks. A URL
+/// that cannot be parsed cannot be trusted to end its user info at the
+/// first `/`, `?` or `#` (a raw password may hold them, as a third of
+/// `openssl rand -base64` outputs do), so whatever stands before the host
+/// may be a password. Text without `://` comes back as it is.
+pub fn address(u: &str) -> String {
+    let Some(after) = u.find("://").map(|i| i + 3) else {
+        return u.to_string();
+    };
+    match u[after..].rfind('@') {
+        Some(at) => url(&format!("{}{MASK}@{}", &u[..after], &u[after + at + 1..])),
+        None => url(u),
+    }
+}
+
 /// A URL without its credentials, for handing on where a masked value would
 /// be wrong (a `***` password is still a password): the password of
 /// `user:password@` removed (the user kept), and secret-looking query
@@ -384,6 +400,37 @@ mod tests {
         ] {
             assert_eq!(url(given), shown);
         }
+    }
+
+    /// A raw `/`, `?` or `#` in a store's password (`redis://u:pa/ss@h`)
+    /// ended the user info early, and the usage error showed the password.
+    #[test]
+    fn an_address_that_cannot_be_parsed_hides_all_before_its_last_at() {
+        for scheme in [
+            "redis",
+            "rediss",
+            "redis+sentinel",
+            "rediss+sentinel",
+            "redis+cluster",
+            "rediss+cluster",
+            "http",
+            "https",
+        ] {
+            for (given, shown) in [
+                ("u:pa/ss@h:6379/0", "***@h:6379/0"),
+                (":a?b#c@h", "***@h"),
+                ("u:p#w@d@h/m", "***@h/m"),
+                ("h:1/0?password=x", "h:1/0?password=***"),
+                ("h/m", "h/m"),
+            ] {
+                assert_eq!(
+                    address(&format!("{scheme}://{given}")),
+                    format!("{scheme}://{shown}"),
+                    "{scheme}://{given}"
+                );
+            }
+        }
+        assert_eq!(address("no url: a@b"), "no url: a@b");
     }
 
     #[test]

@@ -24,6 +24,7 @@ mod pki;
 mod process;
 mod pty;
 mod replay;
+mod secrets;
 mod ship;
 mod sim;
 mod skips;
