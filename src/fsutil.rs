@@ -35,6 +35,7 @@ use crate::human::io_error;
 
 mod place;
 pub mod trust;
+mod walk;
 
 pub use place::{Destination, ResolveError, Target, open_append, open_destination, resolve};
 
@@ -98,15 +99,22 @@ pub fn is_regular(stat: &FileStat) -> bool {
 /// flag names): opened without blocking, so a FIFO with no writer, planted
 /// or mistaken, is refused at once rather than holding retry, and nothing
 /// but a regular file is read.
+///
+/// In a directory others can write to, a symbolic link made by another
+/// user is not followed, at any component, and another user's file is not
+/// read (see [`walk::open_secret`]).
 pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    let fd = openat(
-        AT_FDCWD,
-        path,
-        OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(io_err)?;
-    read_regular_fd(File::from(fd), limit)
+    read_regular_fd(walk::open_secret(path)?, limit)
+}
+
+/// Why the secret file at `path` is refused by the rules of
+/// [`read_regular`], if it is; a file that is missing or cannot be read is
+/// not judged here (it is the error of its reading).
+pub fn untrusted_secret(path: &Path) -> Option<String> {
+    match walk::open_secret(path) {
+        Err(e) if walk::is_untrusted(&e) => Some(e.to_string()),
+        _ => None,
+    }
 }
 
 /// At most `limit` bytes of `f`, if it is a regular file.

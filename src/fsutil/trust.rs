@@ -210,6 +210,21 @@ pub fn judge_existing(shared: bool, dir: &FileStat, file: &FileStat) -> Result<(
     ))
 }
 
+/// Whether retry may append to the regular file `file` (the log) in a
+/// directory others can write to (`shared`): only with a single link. A
+/// second name is a hard link, which another user could have made to a
+/// file of the caller's elsewhere (where `fs.protected_hardlinks` is 0, or
+/// was when it was made), so that the log's lines land in that file.
+pub fn judge_links(shared: bool, file: &FileStat) -> Result<(), String> {
+    if !shared || file.st_nlink <= 1 {
+        return Ok(());
+    }
+    Err(format!(
+        "has {} hard links in a directory others can write to: one may be a link another user made to a file of yours, so retry does not append to it",
+        file.st_nlink
+    ))
+}
+
 /// What kind of file `stat` is, in words.
 pub fn kind(stat: &FileStat) -> &'static str {
     use nix::sys::stat::SFlag;

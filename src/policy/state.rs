@@ -136,7 +136,13 @@ pub fn from_args(a: &StateArgs, names: &Names) -> Result<StateOptions, UsageErro
                 StoreAt::Url(_) if f.as_os_str().is_empty() => {
                     return Err(invalid(&flag, "", PASSWORD_FILE_FORM));
                 }
-                StoreAt::Url(_) => Some(f),
+                // Read when the store is opened, but judged now: a file
+                // another user planted or owns is a mistake to fix, not a
+                // store to run without.
+                StoreAt::Url(_) => match crate::fsutil::untrusted_secret(&f) {
+                    Some(why) => return Err(UsageError(format!("cannot use {flag}: {why}"))),
+                    None => Some(f),
+                },
                 // Set for every invocation in the environment, it does not
                 // apply to one whose store is a directory.
                 _ if from_env => None,

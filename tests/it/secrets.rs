@@ -2,7 +2,9 @@
 //! files another user could plant or own. The second user is real
 //! (`nobody`, through setpriv).
 
-use crate::util::{retry, retry_sh};
+use crate::util::{
+    NOBODY, Sticky, as_nobody, path_str, plays_a_second_user, retry, retry_sh, scratch,
+};
 
 /// The pieces of a password with every character that ends a URL's user
 /// info early: none may show.
@@ -60,5 +62,88 @@ fn a_web_password_that_breaks_the_url_is_never_echoed() {
         let line = retry(&args).run().expect_usage_line(flag);
         shows_no_piece(&line);
         assert!(line.contains("https://***@h.example"), "{line}");
+    }
+}
+
+/// The secret-file flags, each with the rest of a command line that reads
+/// the file and runs `true` (a store, gateway or monitor that is down only
+/// costs a warning), and what the file holds.
+fn secret_flags() -> [(&'static str, Vec<&'static str>, &'static str); 3] {
+    [
+        ("--ping-file", vec![], "http://127.0.0.1:9/ping\n"),
+        (
+            "--metrics-push-password-file",
+            vec!["--metrics-push", "http://127.0.0.1:9/"],
+            "hunter2\n",
+        ),
+        (
+            "--state-password-file",
+            vec!["--group", "g", "--budget", "--state", "redis://127.0.0.1:9"],
+            "hunter2\n",
+        ),
+    ]
+}
+
+/// Secret files in a directory others can write to were read through
+/// another user's symbolic link (at the last component or at a directory
+/// before it), or from another user's file: each is refused with one line
+/// naming the flag, exit 2, as retry refuses to write through them. The
+/// caller's own file and link there are read as anywhere.
+#[test]
+fn secret_files_another_user_planted_or_owns_in_a_shared_directory_are_refused() {
+    use std::os::unix::fs::symlink;
+    if !plays_a_second_user() {
+        return;
+    }
+    let tmp = Sticky::new();
+    let mine = scratch();
+    for (flag, rest, content) in secret_flags() {
+        let secret = mine.path().join("secret");
+        std::fs::write(&secret, content).expect("secret");
+        let name = flag.trim_start_matches('-');
+        let (link, theirs, dir_link) = (
+            tmp.join(&format!("{name}-link")),
+            tmp.join(&format!("{name}-theirs")),
+            tmp.join(&format!("{name}-dir")),
+        );
+        as_nobody(&format!(
+            "ln -s '{secret}' '{link}' && printf '{content}' > '{theirs}' && ln -s '{dir}' '{dir_link}'",
+            secret = path_str(&secret),
+            link = path_str(&link),
+            theirs = path_str(&theirs),
+            dir = path_str(mine.path()),
+            dir_link = path_str(&dir_link),
+        ));
+        let run = |file: &str| {
+            let mut args = rest.clone();
+            args.extend([flag, file, "--", "true"]);
+            retry(&args).run()
+        };
+        for (file, why) in [
+            (
+                link.clone(),
+                format!("is a symbolic link made by another user (uid {NOBODY})"),
+            ),
+            (
+                theirs.clone(),
+                format!("is another user's file (uid {NOBODY})"),
+            ),
+            (
+                dir_link.join("secret"),
+                format!("-dir is a symbolic link made by another user (uid {NOBODY})"),
+            ),
+        ] {
+            let line = run(&path_str(&file)).expect_usage_line(flag);
+            assert!(line.contains(&why), "{line}");
+        }
+        // The caller's own file, and the caller's own link, are read.
+        let own = tmp.join(&format!("{name}-own"));
+        std::fs::write(&own, content).expect("own");
+        let own_link = tmp.join(&format!("{name}-own-link"));
+        symlink(&secret, &own_link).expect("own link");
+        for file in [own, own_link] {
+            let out = run(&path_str(&file));
+            out.expect_code(0);
+        }
     }
 }
