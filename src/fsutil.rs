@@ -409,6 +409,18 @@ impl Dir {
     }
 }
 
+/// The bytes still free for this process on the file system of `file`
+/// (root's reserve counted for root), if it says.
+pub fn room_of(file: &File) -> Option<u64> {
+    let st = nix::sys::statvfs::fstatvfs(file.as_fd()).ok()?;
+    let blocks = if Uid::effective().is_root() {
+        st.blocks_free()
+    } else {
+        st.blocks_available()
+    };
+    Some(u64::from(blocks).saturating_mul(u64::from(st.fragment_size())))
+}
+
 /// A new unnamed scratch file, mode 0600, in `$TMPDIR` (or `/tmp` when it
 /// is unset or empty). The directory must pass [`Rule::Output`] like any
 /// place retry writes: a `$TMPDIR` another user could write in is refused,
