@@ -418,7 +418,7 @@ pub fn room_of(file: &File) -> Option<u64> {
     } else {
         st.blocks_available()
     };
-    Some(u64::from(blocks).saturating_mul(u64::from(st.fragment_size())))
+    Some(blocks.saturating_mul(st.fragment_size()))
 }
 
 /// A new unnamed scratch file, mode 0600, in `$TMPDIR` (or `/tmp` when it

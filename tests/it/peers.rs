@@ -8,7 +8,7 @@ use std::thread;
 
 use crate::util::{
     NOBODY, Sticky, as_nobody, as_nobody_command, bin_for_anyone, path_str, plays_a_second_user,
-    retry, scratch,
+    retry, retry_sh, scratch,
 };
 
 /// Bytes that would drive a terminal (clear the screen, retitle the
@@ -207,4 +207,119 @@ fn a_log_file_with_a_second_hard_link_in_a_shared_directory_is_not_appended_to()
     ));
     let text = std::fs::read_to_string(&single).expect("single");
     assert!(text.contains("succeeded"), "{text}");
+}
+
+/// A redis-server on 127.0.0.1 (persistence off) and, in front of it, the
+/// lying sentinel of `peers/fake_sentinel.py` in `mode`; both stopped when
+/// dropped.
+struct LyingSentinel {
+    children: [std::process::Child; 2],
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl LyingSentinel {
+    fn start(mode: &str) -> LyingSentinel {
+        use std::process::{Command, Stdio};
+        use std::time::Duration;
+        let dir = scratch();
+        let master = crate::util::free_port().to_string();
+        let redis = Command::new("redis-server")
+            .args(["--port", &master, "--bind", "127.0.0.1", "--save", ""])
+            .args(["--appendonly", "no", "--dir", &path_str(dir.path())])
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server (package redis-server)");
+        let port_file = dir.path().join("port");
+        let script = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/it/peers/fake_sentinel.py"
+        );
+        let sentinel = Command::new("python3")
+            .args([script, &path_str(&port_file), &master, mode])
+            .spawn()
+            .expect("python3");
+        crate::util::wait_for_file(&port_file, Duration::from_secs(10));
+        crate::util::wait_until(Duration::from_secs(10), "the port written", || {
+            std::fs::read_to_string(&port_file).is_ok_and(|p| !p.is_empty())
+        });
+        let port = std::fs::read_to_string(&port_file)
+            .expect("port")
+            .trim()
+            .parse()
+            .expect("a port");
+        crate::util::wait_for_port(
+            master.parse().expect("port"),
+            Duration::from_secs(10),
+            "redis-server",
+        );
+        LyingSentinel {
+            children: [redis, sentinel],
+            port,
+            _dir: dir,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("redis+sentinel://127.0.0.1:{}/m", self.port)
+    }
+}
+
+impl Drop for LyingSentinel {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The most a run against a lying sentinel may hold (KiB): retry itself
+/// holds under 20 MiB here; without a bound it held hundreds of MiB within
+/// seconds.
+const PEAK_RSS_MAX_KIB: u64 = 48 * 1024;
+
+/// A sentinel that streams an endless `+switch-master` message to the
+/// failover listener grew retry's memory without end (about 2 GB after
+/// 10 s): the message is dropped at 64 KiB with the subscription, and the
+/// run goes on paced by the store and ends as it should.
+#[test]
+fn an_endless_failover_message_costs_no_more_than_its_bound() {
+    let s = LyingSentinel::start("endless-news");
+    let url = s.url();
+    let args = [
+        "--state", &url, "--group", "g", "--budget", "--max", "4", "--base", "1s",
+    ];
+    let peak = crate::util::peak_rss_kib(&args, "exit 3", 3);
+    assert!(peak < PEAK_RSS_MAX_KIB, "peak RSS {peak} KiB");
+    // The store worked all along: the budget counted the failures.
+    let out = retry_sh(
+        &["--state", &url, "--group", "g", "--budget", "--max", "1"],
+        "exit 3",
+    )
+    .run();
+    out.expect_code(3);
+    assert!(
+        !out.stderr_text().contains("warning"),
+        "{}",
+        out.stderr_text()
+    );
+}
+
+/// A 1.5 GB answer to the master lookup cost 890 MB: it is refused at
+/// 64 KiB, said in one warning, and the run goes on without the store.
+#[test]
+fn a_huge_answer_to_the_master_lookup_is_refused_at_its_bound() {
+    let s = LyingSentinel::start("huge-answer");
+    let url = s.url();
+    let args = [
+        "--state", &url, "--group", "g", "--budget", "--max", "2", "--base", "10ms",
+    ];
+    let peak = crate::util::peak_rss_kib(&args, "exit 3", 3);
+    assert!(peak < PEAK_RSS_MAX_KIB, "peak RSS {peak} KiB");
+    let out = retry_sh(&args, "exit 3").run();
+    out.expect_code(3);
+    let err = out.stderr_text();
+    assert!(err.contains("a reply of over 64 KiB"), "{err}");
+    assert_eq!(err.matches("shared state at").count(), 1, "{err}");
 }
