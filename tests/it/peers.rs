@@ -323,3 +323,39 @@ fn a_huge_answer_to_the_master_lookup_is_refused_at_its_bound() {
     assert!(err.contains("a reply of over 64 KiB"), "{err}");
     assert_eq!(err.matches("shared state at").count(), 1, "{err}");
 }
+
+/// A sentinel's master host and a store's error text reached the text log
+/// and `--log-file` with their terminal escapes raw.
+#[test]
+fn a_sentinels_host_and_error_text_reach_the_log_escaped() {
+    for mode in ["escapes", "escaped-error"] {
+        let s = LyingSentinel::start(mode);
+        let url = s.url();
+        let dir = scratch();
+        let file = dir.path().join("log");
+        let log_file = path_str(&file);
+        let base = [
+            "--state",
+            url.as_str(),
+            "--group",
+            "g",
+            "--budget",
+            "--max",
+            "1",
+        ];
+        let out = retry_sh(&base, "exit 3").run();
+        out.expect_code(3);
+        let mut with_file = base.to_vec();
+        with_file.extend(["--log-file", &log_file]);
+        retry_sh(&with_file, "exit 3").run().expect_code(3);
+        let written = std::fs::read(&file).expect("the log file");
+        for (what, log) in [("stderr", &out.stderr), ("--log-file", &written)] {
+            let text = String::from_utf8_lossy(log);
+            assert!(
+                text.contains(r"\x1b]0;owned\x07\x1b[2J"),
+                "{mode} {what}: {text}"
+            );
+            assert!(!raw_controls(log), "{mode} {what}: {text:?}");
+        }
+    }
+}

@@ -3,7 +3,9 @@
 - "endless-news": every +switch-master subscription gets one message that
   never ends;
 - "huge-answer": the master lookup gets an answer that claims 1.5 GB and
-  streams it.
+  streams it;
+- "escapes": the master lookup names a host with terminal escapes in it;
+- "escaped-error": the master lookup gets an error with escapes in it.
 argv[1]: a file the listening port is written to."""
 
 import socket
@@ -44,6 +46,13 @@ def serve(conn):
             if name == b"SENTINEL":
                 if MODE == "huge-answer":
                     endless(conn, b"*2\r\n$1500000000\r\n")
+                if MODE == "escapes":
+                    host = b"\x1b]0;owned\x07\x1b[2Jdb\rx"
+                    conn.sendall(b"*2\r\n$%d\r\n%s\r\n$1\r\n9\r\n" % (len(host), host))
+                    continue
+                if MODE == "escaped-error":
+                    conn.sendall(b"-ERR \x1b]0;owned\x07\x1b[2Jno\rway\r\n")
+                    continue
                 conn.sendall(b"*2\r\n$9\r\n127.0.0.1\r\n$%d\r\n%s\r\n" % (len(MASTER_PORT), MASTER_PORT))
             elif name == b"SUBSCRIBE":
                 conn.sendall(b"*3\r\n$9\r\nsubscribe\r\n$14\r\n+switch-master\r\n:1\r\n")
