@@ -108,12 +108,24 @@ pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
 }
 
 /// Why the secret file at `path` is refused by the rules of
-/// [`read_regular`], if it is; a file that is missing or cannot be read is
-/// not judged here (it is the error of its reading).
+/// [`read_regular`], if it is, in words for a message that names `path`
+/// already; a file that is missing or cannot be read is not judged here
+/// (it is the error of its reading).
 pub fn untrusted_secret(path: &Path) -> Option<String> {
     match walk::open_secret(path) {
-        Err(e) if walk::is_untrusted(&e) => Some(e.to_string()),
+        Err(e) if walk::untrusted_of(&e).is_some() => Some(secret_error(&e, path)),
         _ => None,
+    }
+}
+
+/// An error of [`read_regular`] in words for a message that names `path`
+/// already: a refusal that concerns `path` itself is not told its name
+/// again (a link at a directory on the way is named).
+pub fn secret_error(e: &io::Error, path: &Path) -> String {
+    match walk::untrusted_of(e) {
+        Some(u) if u.path == path => u.why.clone(),
+        Some(u) => u.to_string(),
+        None => io_error(e),
     }
 }
 

@@ -154,10 +154,10 @@ pub fn open_dir(path: &Path) -> Result<Dir, ResolveError> {
     })
 }
 
-/// Whether an I/O error is a refusal by the rules above (not a file that
-/// is missing or cannot be read).
-pub fn is_untrusted(e: &io::Error) -> bool {
-    e.get_ref().is_some_and(|inner| inner.is::<Untrusted>())
+/// The refusal by the rules above that an I/O error is, if it is one (not
+/// a file that is missing or cannot be read).
+pub fn untrusted_of(e: &io::Error) -> Option<&Untrusted> {
+    e.get_ref()?.downcast_ref::<Untrusted>()
 }
 
 fn untrusted(u: Untrusted) -> io::Error {
@@ -166,7 +166,7 @@ fn untrusted(u: Untrusted) -> io::Error {
 
 /// Opens the secret file at `path` for reading, without waiting on a FIFO,
 /// under the rules of the module's comment; a refusal is an error for
-/// which [`is_untrusted`] holds.
+/// which [`untrusted_of`] gives the refusal.
 pub fn open_secret(path: &Path) -> io::Result<File> {
     let mut path = path.to_path_buf();
     for _ in 0..MAX_LINKS {

@@ -200,7 +200,7 @@ fn first_line(flag: &str, path: &Path, form: &str) -> Result<String, UsageError>
         ))
     };
     let bytes = crate::fsutil::read_regular(path, SECRET_FILE_MAX)
-        .map_err(|e| fail(crate::human::io_error(&e)))?;
+        .map_err(|e| fail(crate::fsutil::secret_error(&e, path)))?;
     let text = String::from_utf8(bytes).map_err(|_| fail("it is not UTF-8 text".into()))?;
     match text.lines().next() {
         Some(line) if !line.trim().is_empty() => Ok(line.to_string()),

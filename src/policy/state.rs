@@ -140,7 +140,12 @@ pub fn from_args(a: &StateArgs, names: &Names) -> Result<StateOptions, UsageErro
                 // another user planted or owns is a mistake to fix, not a
                 // store to run without.
                 StoreAt::Url(_) => match crate::fsutil::untrusted_secret(&f) {
-                    Some(why) => return Err(UsageError(format!("cannot use {flag}: {why}"))),
+                    Some(why) => {
+                        return Err(UsageError(format!(
+                            "cannot use {flag} {}: {why}",
+                            f.display()
+                        )));
+                    }
                     None => Some(f),
                 },
                 // Set for every invocation in the environment, it does not
