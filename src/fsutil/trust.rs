@@ -373,4 +373,17 @@ mod tests {
             None
         );
     }
+
+    /// A log file in `/tmp` with a second name (another user's hard link
+    /// to a file of the caller's) was appended to.
+    #[test]
+    fn a_file_with_a_second_link_is_refused_only_where_others_write() {
+        let mut f = stat(0o100644, 0, 0);
+        f.st_nlink = 2;
+        let why = judge_links(true, &f).expect_err("refused");
+        assert!(why.starts_with("has 2 hard links"), "{why}");
+        assert_eq!(judge_links(false, &f), Ok(()));
+        f.st_nlink = 1;
+        assert_eq!(judge_links(true, &f), Ok(()));
+    }
 }

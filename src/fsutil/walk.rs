@@ -207,3 +207,35 @@ pub fn open_secret(path: &Path) -> io::Result<File> {
     }
     Err(io_err(Errno::ELOOP))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::{MetadataExt, symlink};
+
+    use super::*;
+
+    /// The caller's own links, relative or absolute, with `..` after them,
+    /// lead where the kernel's walk would; a loop ends.
+    #[test]
+    fn own_links_are_followed_as_the_kernel_follows_them() {
+        let t = tempfile::tempdir().expect("tempdir");
+        let b = t.path().join("a/b");
+        std::fs::create_dir_all(&b).expect("mkdir");
+        symlink("a", t.path().join("rel")).expect("link");
+        symlink(t.path().join("a"), t.path().join("abs")).expect("link");
+        symlink("loop", t.path().join("loop")).expect("link");
+        let want = std::fs::metadata(&b).expect("stat").ino();
+        for via in ["rel/b", "abs/b", "abs/../a/./b", "rel/b/../b"] {
+            let dir = open_dir(&t.path().join(via)).expect(via);
+            assert_eq!(dir.stat().expect("stat").st_ino, want, "{via}");
+        }
+        let looped = open_dir(&t.path().join("loop/x")).expect_err("a loop");
+        assert!(
+            matches!(&looped, ResolveError::Io(_, e) if e.raw_os_error() == Some(Errno::ELOOP as i32)),
+            "{looped}"
+        );
+        let file = t.path().join("a/f");
+        std::fs::write(&file, "x").expect("file");
+        assert!(open_dir(&file).is_err(), "a file is no directory");
+    }
+}
