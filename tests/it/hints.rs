@@ -148,4 +148,14 @@ fn an_assignment_given_as_command_leaves_no_secret_in_any_output_and_points_at_e
             "{what}: {log}"
         );
     }
+    // The dry run's report shows the command masked too.
+    let mut dry = vec!["--dry-run", "--max", "2", "--"];
+    dry.extend_from_slice(&command);
+    let report = retry(&dry).run();
+    report.expect_code(0);
+    let text = report.stdout_text();
+    assert!(
+        text.contains("command: 'PGPASSWORD=***' pg_isready -h 127.0.0.1"),
+        "{text}"
+    );
 }
