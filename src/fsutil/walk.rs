@@ -86,6 +86,13 @@ fn planted(path: PathBuf, link: &FileStat) -> Untrusted {
 /// Opens the directory at `path`, following a symbolic link at any
 /// component only where it is safe (see the module's comment).
 pub fn open_dir(path: &Path) -> Result<Dir, ResolveError> {
+    walk(path, false)
+}
+
+/// [`open_dir`]; with `pass_through`, a last directory the caller may
+/// search but not list (mode 0711) is opened to pass through only, which
+/// is enough to open a file in it by name.
+fn walk(path: &Path, pass_through: bool) -> Result<Dir, ResolveError> {
     let fail = |p: &Path, e: Errno| ResolveError::Io(p.to_path_buf(), io_err(e));
     let mut cur: OwnedFd = openat(
         AT_FDCWD,
@@ -140,14 +147,18 @@ pub fn open_dir(path: &Path) -> Result<Dir, ResolveError> {
         }
     }
     // The last directory is opened to be read: a directory that may only
-    // be passed through fails here, as an open of the whole path would.
-    let fd = openat(
+    // be passed through fails here, as an open of the whole path would,
+    // unless passing through is enough.
+    let fd = match openat(
         cur.as_fd(),
         ".",
         OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
         Mode::empty(),
-    )
-    .map_err(|e| fail(path, e))?;
+    ) {
+        Ok(fd) => fd,
+        Err(Errno::EACCES) if pass_through => cur,
+        Err(e) => return Err(fail(path, e)),
+    };
     Ok(Dir {
         fd,
         path: path.to_path_buf(),
@@ -174,7 +185,7 @@ pub fn open_secret(path: &Path) -> io::Result<File> {
         let dir_path = parent
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or_else(|| PathBuf::from("."));
-        let dir = open_dir(&dir_path).map_err(|e| match e {
+        let dir = walk(&dir_path, true).map_err(|e| match e {
             ResolveError::Io(_, e) => e,
             ResolveError::Untrusted(u) => untrusted(u),
         })?;

@@ -147,3 +147,32 @@ fn secret_files_another_user_planted_or_owns_in_a_shared_directory_are_refused()
         }
     }
 }
+
+/// Judging where a secret file lies must not cost what worked before: a
+/// file in a directory its reader may pass through but not list (mode
+/// 0711, as a home directory often is) is read as before.
+#[test]
+fn a_secret_file_in_a_directory_that_cannot_be_listed_is_still_read() {
+    use std::os::unix::fs::PermissionsExt;
+    if !plays_a_second_user() {
+        return;
+    }
+    let (_bin_dir, bin) = crate::util::bin_for_anyone();
+    let top = crate::util::scratch_for_anyone();
+    let dir = top.path().join("home");
+    std::fs::create_dir(&dir).expect("mkdir");
+    let file = dir.join("ping");
+    std::fs::write(&file, "http://127.0.0.1:9/ping\n").expect("write");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o711)).expect("chmod");
+    let out = crate::util::as_nobody_command(&format!(
+        "'{}' --ping-file '{}' -- true",
+        path_str(&bin),
+        path_str(&file)
+    ))
+    .output()
+    .expect("retry as nobody");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("ping to http://127.0.0.1:9/***"), "{err}");
+}
