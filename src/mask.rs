@@ -125,19 +125,24 @@ pub fn url(u: &str) -> String {
     out
 }
 
-/// An address as a message that refuses it may echo it: everything from
-/// the scheme to the last `@` hidden, then masked as [`url`] masks. A URL
-/// that cannot be parsed cannot be trusted to end its user info at the
-/// first `/`, `?` or `#` (a raw password may hold them, as a third of
-/// `openssl rand -base64` outputs do), so whatever stands before the host
-/// may be a password. Text without `://` comes back as it is.
+/// An address as a message that refuses it may echo it, masked as [`url`]
+/// masks; but when an `@` stands after the first `/`, `?` or `#`,
+/// everything from the scheme to the last `@` is hidden. A URL that cannot
+/// be parsed cannot be trusted to end its user info at the first of those
+/// (a raw password may hold them, as a third of `openssl rand -base64`
+/// outputs do), so whatever stands before the host may be a password.
+/// Text without `://` comes back as it is.
 pub fn address(u: &str) -> String {
     let Some(after) = u.find("://").map(|i| i + 3) else {
         return u.to_string();
     };
-    match u[after..].rfind('@') {
-        Some(at) => url(&format!("{}{MASK}@{}", &u[..after], &u[after + at + 1..])),
-        None => url(u),
+    let rest = &u[after..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest.rfind('@') {
+        Some(at) if at > authority_end => {
+            url(&format!("{}{MASK}@{}", &u[..after], &rest[at + 1..]))
+        }
+        _ => url(u),
     }
 }
 
@@ -422,6 +427,9 @@ mod tests {
                 ("u:p#w@d@h/m", "***@h/m"),
                 ("h:1/0?password=x", "h:1/0?password=***"),
                 ("h/m", "h/m"),
+                // An address whose user info ends where a URL's does keeps
+                // its user.
+                ("app:pw@h/0", "app:***@h/0"),
             ] {
                 assert_eq!(
                     address(&format!("{scheme}://{given}")),

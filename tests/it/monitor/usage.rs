@@ -70,7 +70,7 @@ fn bad_monitoring_flags_are_one_line_exit_2_and_run_nothing() {
         ),
         (
             vec!["--metrics-push", "https://u:hunter2@"],
-            "invalid value 'https://***@' for --metrics-push",
+            "invalid value 'https://u:***@' for --metrics-push",
         ),
         (
             vec!["--ping", "mailto:x@y"],
