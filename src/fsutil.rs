@@ -35,6 +35,7 @@ use crate::human::io_error;
 
 mod place;
 pub mod trust;
+mod walk;
 
 pub use place::{Destination, ResolveError, Target, open_append, open_destination, resolve};
 
@@ -98,15 +99,34 @@ pub fn is_regular(stat: &FileStat) -> bool {
 /// flag names): opened without blocking, so a FIFO with no writer, planted
 /// or mistaken, is refused at once rather than holding retry, and nothing
 /// but a regular file is read.
+///
+/// In a directory others can write to, a symbolic link made by another
+/// user is not followed, at any component, and another user's file is not
+/// read (see [`walk::open_secret`]).
 pub fn read_regular(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    let fd = openat(
-        AT_FDCWD,
-        path,
-        OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
-        Mode::empty(),
-    )
-    .map_err(io_err)?;
-    read_regular_fd(File::from(fd), limit)
+    read_regular_fd(walk::open_secret(path)?, limit)
+}
+
+/// Why the secret file at `path` is refused by the rules of
+/// [`read_regular`], if it is, in words for a message that names `path`
+/// already; a file that is missing or cannot be read is not judged here
+/// (it is the error of its reading).
+pub fn untrusted_secret(path: &Path) -> Option<String> {
+    match walk::open_secret(path) {
+        Err(e) if walk::untrusted_of(&e).is_some() => Some(secret_error(&e, path)),
+        _ => None,
+    }
+}
+
+/// An error of [`read_regular`] in words for a message that names `path`
+/// already: a refusal that concerns `path` itself is not told its name
+/// again (a link at a directory on the way is named).
+pub fn secret_error(e: &io::Error, path: &Path) -> String {
+    match walk::untrusted_of(e) {
+        Some(u) if u.path == path => u.why.clone(),
+        Some(u) => u.to_string(),
+        None => io_error(e),
+    }
 }
 
 /// At most `limit` bytes of `f`, if it is a regular file.
@@ -399,6 +419,18 @@ impl Dir {
         }
         Ok(())
     }
+}
+
+/// The bytes still free for this process on the file system of `file`
+/// (root's reserve counted for root), if it says.
+pub fn room_of(file: &File) -> Option<u64> {
+    let st = nix::sys::statvfs::fstatvfs(file.as_fd()).ok()?;
+    let blocks = if Uid::effective().is_root() {
+        st.blocks_free()
+    } else {
+        st.blocks_available()
+    };
+    Some(blocks.saturating_mul(st.fragment_size()))
 }
 
 /// A new unnamed scratch file, mode 0600, in `$TMPDIR` (or `/tmp` when it

@@ -22,6 +22,9 @@ pub fn command_not_found(command: &[OsString]) -> Option<String> {
             shown_program(program)
         ));
     }
+    if let Some(h) = assignments_first(command) {
+        return Some(h);
+    }
     let lower = first.to_ascii_lowercase();
     if rest.is_empty() && (lower.starts_with("http://") || lower.starts_with("https://")) {
         return Some(format!(
@@ -42,6 +45,45 @@ pub fn command_not_found(command: &[OsString]) -> Option<String> {
         ));
     }
     None
+}
+
+/// `retry -- PGPASSWORD=x pg_isready`: assignments a shell would read
+/// before the command, which exec takes for the program. Shown masked, as
+/// the log shows them, in the `env` line that was meant.
+fn assignments_first(command: &[OsString]) -> Option<String> {
+    let words: Vec<&str> = command.iter().map(|w| w.to_str()).collect::<Option<_>>()?;
+    let n = words
+        .iter()
+        .take_while(|w| crate::mask::is_assignment(w) && !w.contains(char::is_whitespace))
+        .count();
+    if n == 0 {
+        return None;
+    }
+    let assignments: Vec<String> = words[..n]
+        .iter()
+        .map(|w| crate::mask::argument(w))
+        .collect();
+    let names: Vec<&str> = words[..n]
+        .iter()
+        .map(|w| w.split_once('=').map_or(*w, |(name, _)| name))
+        .collect();
+    let program = match words.get(n) {
+        Some(p) => {
+            let more = if words.len() > n + 1 { " ..." } else { "" };
+            format!("{}{more}", shown_program(p))
+        }
+        None => "COMMAND".to_string(),
+    };
+    let (what, it) = if n == 1 {
+        ("is a shell variable assignment", "it")
+    } else {
+        ("are shell variable assignments", "them")
+    };
+    Some(format!(
+        "{} {what}, not a command: to set {it} for the command, write: retry -- env {} {program}",
+        names.join(", "),
+        assignments.join(" ")
+    ))
 }
 
 /// A program's name as a hint shows it: masked as the log masks an
@@ -164,6 +206,26 @@ mod tests {
         assert!(h.contains("retry -- PGPASSWORD=*** ..."), "{h}");
         let h = hint(&["3", "API_TOKEN=hunter2", "./deploy"]).expect("a hint");
         assert!(!h.contains("hunter2"), "{h}");
+    }
+
+    /// `retry -- PGPASSWORD=x pg_isready` failed with 127 and no word on
+    /// why: the hint names `env`, without the password.
+    #[test]
+    fn an_assignment_as_command_is_pointed_at_env() {
+        assert_eq!(
+            hint(&["PGPASSWORD=hunter2", "pg_isready", "-h", "db"]).as_deref(),
+            Some(
+                "PGPASSWORD is a shell variable assignment, not a command: to set it for the command, write: retry -- env PGPASSWORD=*** pg_isready ..."
+            )
+        );
+        assert_eq!(
+            hint(&["LANG=C", "API_KEY=k", "/usr/bin/deploy"]).as_deref(),
+            Some(
+                "LANG, API_KEY are shell variable assignments, not a command: to set them for the command, write: retry -- env LANG=C API_KEY=*** deploy"
+            )
+        );
+        let h = hint(&["TOKEN=hunter2"]).expect("a hint");
+        assert!(h.ends_with("env TOKEN=*** COMMAND"), "{h}");
     }
 
     #[test]

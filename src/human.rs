@@ -81,12 +81,20 @@ pub fn of_max(attempt: u32, max: Option<u32>) -> String {
     }
 }
 
-/// Quote a command line the way a shell would read it back.
+/// Quote a command line the way a shell would read it back. A word with a
+/// control character (an escape sequence, a carriage return) is written in
+/// bash's `$'...'` form, escaped, so that showing it cannot drive the
+/// terminal.
 pub fn shell_line(command: &[OsString]) -> String {
     let words: Vec<String> = command
         .iter()
         .map(|w| {
             let w = w.to_string_lossy();
+            if w.chars().any(char::is_control) {
+                let inner =
+                    escape_controls(&w.replace('\\', "\\\\").replace('\'', "\\'")).into_owned();
+                return format!("$'{inner}'");
+            }
             shlex::try_quote(&w).map_or_else(|_| format!("{w:?}"), |q| q.into_owned())
         })
         .collect();
@@ -212,6 +220,13 @@ mod tests {
     fn shell_quoting() {
         let cmd: Vec<OsString> = ["echo", "a b", "it's"].iter().map(OsString::from).collect();
         assert_eq!(shell_line(&cmd), r#"echo 'a b' "it's""#);
+        // A control character in COMMAND (`-v`'s "running" line) reached
+        // the terminal raw: it is written as bash reads it back, escaped.
+        let cmd: Vec<OsString> = ["printf", "\x1b[2J\r'\\"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        assert_eq!(shell_line(&cmd), r"printf $'\x1b[2J\r\'\\'");
     }
 
     #[test]

@@ -13,7 +13,7 @@
 
 mod command;
 
-pub use command::{argument, command_line};
+pub use command::{argument, command_line, is_assignment};
 
 /// What a hidden value is shown as.
 pub const MASK: &str = "***";
@@ -123,6 +123,27 @@ pub fn url(u: &str) -> String {
         out.push_str(p.fragment);
     }
     out
+}
+
+/// An address as a message that refuses it may echo it, masked as [`url`]
+/// masks; but when an `@` stands after the first `/`, `?` or `#`,
+/// everything from the scheme to the last `@` is hidden. A URL that cannot
+/// be parsed cannot be trusted to end its user info at the first of those
+/// (a raw password may hold them, as a third of `openssl rand -base64`
+/// outputs do), so whatever stands before the host may be a password.
+/// Text without `://` comes back as it is.
+pub fn address(u: &str) -> String {
+    let Some(after) = u.find("://").map(|i| i + 3) else {
+        return u.to_string();
+    };
+    let rest = &u[after..];
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest.rfind('@') {
+        Some(at) if at > authority_end => {
+            url(&format!("{}{MASK}@{}", &u[..after], &rest[at + 1..]))
+        }
+        _ => url(u),
+    }
 }
 
 /// A URL without its credentials, for handing on where a masked value would
@@ -384,6 +405,40 @@ mod tests {
         ] {
             assert_eq!(url(given), shown);
         }
+    }
+
+    /// A raw `/`, `?` or `#` in a store's password (`redis://u:pa/ss@h`)
+    /// ended the user info early, and the usage error showed the password.
+    #[test]
+    fn an_address_that_cannot_be_parsed_hides_all_before_its_last_at() {
+        for scheme in [
+            "redis",
+            "rediss",
+            "redis+sentinel",
+            "rediss+sentinel",
+            "redis+cluster",
+            "rediss+cluster",
+            "http",
+            "https",
+        ] {
+            for (given, shown) in [
+                ("u:pa/ss@h:6379/0", "***@h:6379/0"),
+                (":a?b#c@h", "***@h"),
+                ("u:p#w@d@h/m", "***@h/m"),
+                ("h:1/0?password=x", "h:1/0?password=***"),
+                ("h/m", "h/m"),
+                // An address whose user info ends where a URL's does keeps
+                // its user.
+                ("app:pw@h/0", "app:***@h/0"),
+            ] {
+                assert_eq!(
+                    address(&format!("{scheme}://{given}")),
+                    format!("{scheme}://{shown}"),
+                    "{scheme}://{given}"
+                );
+            }
+        }
+        assert_eq!(address("no url: a@b"), "no url: a@b");
     }
 
     #[test]

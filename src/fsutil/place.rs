@@ -26,7 +26,7 @@ use crate::human::io_error;
 
 /// How far [`resolve`] follows a chain of symbolic links, as the kernel's
 /// own limit for one path.
-const MAX_LINKS: usize = 40;
+pub(super) const MAX_LINKS: usize = 40;
 
 /// Where a file named by the user really is: its directory (open) and its
 /// name there, after following symbolic links that are safe to follow, and
@@ -85,6 +85,9 @@ impl Target {
         }
         let dir = self.dir.stat()?;
         trust::judge_existing(self.shared, &dir, &stat).map_err(io::Error::other)?;
+        if regular_ok {
+            trust::judge_links(self.shared, &stat).map_err(io::Error::other)?;
+        }
         let flags = fcntl(file.as_fd(), FcntlArg::F_GETFL).map_err(io_err)?;
         let flags = OFlag::from_bits_truncate(flags) & !OFlag::O_NONBLOCK;
         fcntl(file.as_fd(), FcntlArg::F_SETFL(flags)).map_err(io_err)?;
@@ -131,7 +134,10 @@ pub fn resolve(path: &Path, rule: Rule) -> Result<Target, ResolveError> {
         let dir_path = parent
             .filter(|p| !p.as_os_str().is_empty())
             .unwrap_or_else(|| PathBuf::from("."));
-        let dir = Dir::open(&dir_path).map_err(|e| ResolveError::Io(dir_path.clone(), e))?;
+        // Every component of the directory is walked under the same rule as
+        // the last: another user's link anywhere in a shared directory is
+        // not followed.
+        let dir = super::walk::open_dir(&dir_path)?;
         let shared = dir.judge(rule).map_err(ResolveError::Untrusted)?;
         let existing = dir
             .stat_at(&name)

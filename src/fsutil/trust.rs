@@ -210,6 +210,21 @@ pub fn judge_existing(shared: bool, dir: &FileStat, file: &FileStat) -> Result<(
     ))
 }
 
+/// Whether retry may append to the regular file `file` (the log) in a
+/// directory others can write to (`shared`): only with a single link. A
+/// second name is a hard link, which another user could have made to a
+/// file of the caller's elsewhere (where `fs.protected_hardlinks` is 0, or
+/// was when it was made), so that the log's lines land in that file.
+pub fn judge_links(shared: bool, file: &FileStat) -> Result<(), String> {
+    if !shared || file.st_nlink <= 1 {
+        return Ok(());
+    }
+    Err(format!(
+        "has {} hard links in a directory others can write to: one may be a link another user made to a file of yours, so retry does not append to it",
+        file.st_nlink
+    ))
+}
+
 /// What kind of file `stat` is, in words.
 pub fn kind(stat: &FileStat) -> &'static str {
     use nix::sys::stat::SFlag;
@@ -357,5 +372,18 @@ mod tests {
             other_writers(&stat(0o40755, 0, 100), None, ME, |_| false),
             None
         );
+    }
+
+    /// A log file in `/tmp` with a second name (another user's hard link
+    /// to a file of the caller's) was appended to.
+    #[test]
+    fn a_file_with_a_second_link_is_refused_only_where_others_write() {
+        let mut f = stat(0o100644, 0, 0);
+        f.st_nlink = 2;
+        let why = judge_links(true, &f).expect_err("refused");
+        assert!(why.starts_with("has 2 hard links"), "{why}");
+        assert_eq!(judge_links(false, &f), Ok(()));
+        f.st_nlink = 1;
+        assert_eq!(judge_links(true, &f), Ok(()));
     }
 }

@@ -27,6 +27,8 @@ pub fn annotation(event: &Event<'_>, elapsed: Duration) -> Option<String> {
             '%' => out.push_str("%25"),
             '\r' => out.push_str("%0D"),
             '\n' => out.push_str("%0A"),
+            // Nor may it drive the terminal that shows the job's log.
+            c if c.is_control() => out.push_str(&crate::human::escape_controls(&c.to_string())),
             c => out.push(c),
         }
     }
@@ -66,6 +68,19 @@ mod tests {
         let line = annotation(&done, Duration::ZERO).expect("an error annotation");
         assert!(line.starts_with("::error title=retry::giving up after 1 attempt"));
         assert!(line.contains("100%25 broken%0Areally"));
+        let raw = Ending {
+            attempts: 1,
+            ..Ending::before_attempts(End::Permanent, 2, "host \x1b[2Jx\r")
+        };
+        let line = annotation(
+            &Event::Done {
+                ending: &raw,
+                max: None,
+            },
+            Duration::ZERO,
+        )
+        .expect("an error annotation");
+        assert!(line.contains("host \\x1b[2Jx%0D"), "{line}");
         assert_eq!(line.matches('\n').count(), 1);
         let succeeded = Ending {
             attempts: 2,

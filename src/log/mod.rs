@@ -175,7 +175,11 @@ impl Channel {
     fn render(&self, event: &Event<'_>, elapsed: Duration, origin: &json::Origin) -> String {
         match self.format {
             LogFormat::Text => {
+                // Whatever a peer or COMMAND put in a message (a sentinel's
+                // host, a store's error, a reply body, a program's name)
+                // neither breaks the line nor drives the terminal.
                 let line = text::line(event, elapsed);
+                let line = crate::human::escape_controls(&line).into_owned();
                 let mut out = if self.color {
                     text::paint(&line, event)
                 } else {

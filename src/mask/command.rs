@@ -163,7 +163,11 @@ impl Context {
             // A program's name is shown as it is; a COMMAND that is a whole
             // command line in one word, or a URL (mistakes the hints point
             // out), is no program's name and is masked as an argument is.
-            _ if is_command && !word.contains(char::is_whitespace) && !word.contains("://") => {
+            _ if is_command
+                && !word.contains(char::is_whitespace)
+                && !word.contains("://")
+                && !is_assignment(word) =>
+            {
                 word.to_string()
             }
             _ => self.argument(word),
@@ -267,14 +271,35 @@ pub fn argument(word: &str) -> String {
     Context::new().argument(word)
 }
 
+/// Whether a word is a shell's variable assignment, `NAME=value`: a shell
+/// reads it before a command (`PGPASSWORD=x psql`), exec takes it for the
+/// program's name.
+pub fn is_assignment(word: &str) -> bool {
+    let Some((name, _)) = word.split_once('=') else {
+        return false;
+    };
+    let mut bytes = name.bytes();
+    bytes
+        .next()
+        .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
 /// A command line as it may be logged: each argument shown with its secrets
-/// masked. Harmless arguments come back unchanged.
+/// masked. Harmless arguments come back unchanged. Assignments before the
+/// program (`PGPASSWORD=x pg_isready`, which exec cannot run) are masked as
+/// `env`'s arguments are, wherever they stand.
 pub fn command_line(words: &[OsString]) -> Vec<String> {
     let mut context = Context::new();
+    let mut is_command = true;
     words
         .iter()
-        .enumerate()
-        .map(|(i, w)| context.mask(&w.to_string_lossy(), i == 0))
+        .map(|w| {
+            let w = w.to_string_lossy();
+            let shown = context.mask(&w, is_command);
+            is_command = is_command && is_assignment(&w);
+            shown
+        })
         .collect()
 }
 

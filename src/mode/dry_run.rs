@@ -1,5 +1,7 @@
 //! `--dry-run`: the delay schedule this policy produces, on stdout; nothing
-//! runs. COMMAND (or the probe), if given, is only shown.
+//! runs. COMMAND (or the probe), if given, is only shown, its secrets
+//! masked as the log masks them: a dry run's report ends up in CI output
+//! as often as the log does.
 
 use std::ffi::OsString;
 
@@ -8,5 +10,9 @@ use crate::{rng, schedule};
 
 pub fn main(config: &Config, command: &[OsString], seed: u64) -> u8 {
     let sched = schedule::schedule(&config.policy, &mut rng::seeded(seed));
-    super::print(&schedule::render(&config.policy, seed, command, &sched))
+    let shown: Vec<OsString> = crate::mask::command_line(command)
+        .into_iter()
+        .map(Into::into)
+        .collect();
+    super::print(&schedule::render(&config.policy, seed, &shown, &sched))
 }

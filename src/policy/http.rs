@@ -42,7 +42,7 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
         .ok_or_else(|| {
             invalid(
                 "--http",
-                raw_url,
+                &crate::mask::address(raw_url),
                 "an http:// or https:// URL such as https://example.com/health",
             )
         })?;

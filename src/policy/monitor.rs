@@ -182,9 +182,9 @@ fn web_url(s: &str, shown: &str, flag: &str, form: &str) -> Result<Url, UsageErr
 }
 
 fn push_url(s: &str, flag: &str) -> Result<Url, UsageError> {
-    let url = web_url(s, &mask::url(s), flag, PUSH_FORM)?;
+    let url = web_url(s, &mask::address(s), flag, PUSH_FORM)?;
     if url.query().is_some() || url.fragment().is_some() {
-        return Err(super::invalid(flag, &mask::url(s), PUSH_FORM));
+        return Err(super::invalid(flag, &mask::address(s), PUSH_FORM));
     }
     Ok(url)
 }
@@ -200,7 +200,7 @@ fn first_line(flag: &str, path: &Path, form: &str) -> Result<String, UsageError>
         ))
     };
     let bytes = crate::fsutil::read_regular(path, SECRET_FILE_MAX)
-        .map_err(|e| fail(crate::human::io_error(&e)))?;
+        .map_err(|e| fail(crate::fsutil::secret_error(&e, path)))?;
     let text = String::from_utf8(bytes).map_err(|_| fail("it is not UTF-8 text".into()))?;
     match text.lines().next() {
         Some(line) if !line.trim().is_empty() => Ok(line.to_string()),
@@ -262,7 +262,7 @@ fn ping(cli: &Cli, names: &Names) -> Result<Option<PingOptions>, UsageError> {
     let url = match (url, file) {
         (Some(s), _) => {
             let flag = names.of("ping", "--ping");
-            web_url(s, &mask::url_host_only(s), &flag, PING_FORM)?
+            web_url(s, &mask::url_host_only(&mask::address(s)), &flag, PING_FORM)?
         }
         (None, Some(path)) => {
             let flag = names.of("ping_file", "--ping-file");
@@ -272,7 +272,7 @@ fn ping(cli: &Cli, names: &Names) -> Result<Option<PingOptions>, UsageError> {
             let s = first_line(&flag, path, PING_FILE_FORM)?;
             let s = s.trim();
             let from = format!("the first line of {flag} {}", path.display());
-            web_url(s, &mask::url_host_only(s), &from, PING_FORM)?
+            web_url(s, &mask::url_host_only(&mask::address(s)), &from, PING_FORM)?
         }
         (None, None) => {
             if m.ping_log {

@@ -136,7 +136,18 @@ pub fn from_args(a: &StateArgs, names: &Names) -> Result<StateOptions, UsageErro
                 StoreAt::Url(_) if f.as_os_str().is_empty() => {
                     return Err(invalid(&flag, "", PASSWORD_FILE_FORM));
                 }
-                StoreAt::Url(_) => Some(f),
+                // Read when the store is opened, but judged now: a file
+                // another user planted or owns is a mistake to fix, not a
+                // store to run without.
+                StoreAt::Url(_) => match crate::fsutil::untrusted_secret(&f) {
+                    Some(why) => {
+                        return Err(UsageError(format!(
+                            "cannot use {flag} {}: {why}",
+                            f.display()
+                        )));
+                    }
+                    None => Some(f),
+                },
                 // Set for every invocation in the environment, it does not
                 // apply to one whose store is a directory.
                 _ if from_env => None,
@@ -189,7 +200,7 @@ const STORE_SCHEMES: [&str; 8] = [
 /// from.
 fn parse_store(s: &str, name: &str) -> Result<StoreAt, UsageError> {
     if s.contains("://") {
-        let shown = crate::mask::url(s);
+        let shown = crate::mask::address(s);
         let ok = STORE_SCHEMES.iter().any(|p| s.starts_with(p));
         if !ok {
             return Err(invalid(name, &shown, STORE_FORM));
@@ -202,7 +213,8 @@ fn parse_store(s: &str, name: &str) -> Result<StoreAt, UsageError> {
         #[cfg(feature = "redis")]
         if let Err(why) = crate::state::redis::check_url(s) {
             return Err(UsageError(format!(
-                "invalid value '{shown}' for {name}: {why}; expected {STORE_FORM}"
+                "invalid value '{shown}' for {name}: {why}{}; expected {STORE_FORM}",
+                raw_in_user_info(s)
             )));
         }
         return Ok(StoreAt::Url(s.to_string()));
@@ -212,6 +224,19 @@ fn parse_store(s: &str, name: &str) -> Result<StoreAt, UsageError> {
     }
     path_arg(name, std::path::Path::new(s), STORE_FORM)?;
     Ok(StoreAt::Dir(PathBuf::from(s)))
+}
+
+/// A word on a `/`, `?` or `#` standing before the URL's last `@`, which
+/// ends the user info early (`redis://u:pa/ss@h`): the likely cause of the
+/// error, when the password was not percent-encoded.
+fn raw_in_user_info(s: &str) -> &'static str {
+    let rest = s.split_once("://").map_or("", |(_, rest)| rest);
+    match rest.rfind('@') {
+        Some(at) if rest[..at].contains(['/', '?', '#']) => {
+            " (a '/', '?' or '#' in a password is written %2F, %3F or %23)"
+        }
+        _ => "",
+    }
 }
 
 /// Whether a store URL carries the password of the servers that keep the

@@ -109,3 +109,53 @@ fn a_command_line_given_as_one_word_leaves_no_secret_in_any_log_line() {
         assert!(!log.contains("hunter2"), "{args:?}: {log}");
     }
 }
+
+/// `retry -- PGPASSWORD=hunter2 pg_isready` (an assignment only a shell
+/// reads) showed the password in the text log, `--log-file`, the JSON log
+/// and GitHub's annotations; now each masks it, and the give-up line
+/// points at `env` without repeating it.
+#[test]
+fn an_assignment_given_as_command_leaves_no_secret_in_any_output_and_points_at_env() {
+    let dir = scratch();
+    let file = dir.path().join("log");
+    let command = ["PGPASSWORD=hunter2", "pg_isready", "-h", "127.0.0.1"];
+    let with = |extra: &[&str]| {
+        let mut all = vec!["-v", "--max", "1"];
+        all.extend_from_slice(extra);
+        all.push("--");
+        all.extend_from_slice(&command);
+        all.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let log_file = file.to_str().expect("utf-8 path");
+    let text = retry(with(&["--log-file", log_file]))
+        .env("GITHUB_ACTIONS", "true")
+        .run();
+    text.expect_code(127);
+    let json = retry(with(&["--log-format", "json"])).run();
+    json.expect_code(127);
+    let written = std::fs::read_to_string(&file).expect("the log file");
+    let stderr = text.stderr_text();
+    assert!(stderr.contains("::error title=retry::"), "{stderr}");
+    for (what, log) in [
+        ("text and annotations", &stderr),
+        ("--log-file", &written),
+        ("json", &json.stderr_text()),
+    ] {
+        assert!(!log.contains("hunter2"), "{what}: {log}");
+        assert!(log.contains("PGPASSWORD=***"), "{what}: {log}");
+        assert!(
+            log.contains("write: retry -- env PGPASSWORD=*** pg_isready ..."),
+            "{what}: {log}"
+        );
+    }
+    // The dry run's report shows the command masked too.
+    let mut dry = vec!["--dry-run", "--max", "2", "--"];
+    dry.extend_from_slice(&command);
+    let report = retry(&dry).run();
+    report.expect_code(0);
+    let text = report.stdout_text();
+    assert!(
+        text.contains("command: 'PGPASSWORD=***' pg_isready -h 127.0.0.1"),
+        "{text}"
+    );
+}

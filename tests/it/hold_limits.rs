@@ -210,6 +210,23 @@ fn a_full_tmpdir_keeps_the_end_of_the_output_and_says_so_before_it_even_with_q()
     );
 }
 
+/// `--hold-max 16T` cut the spool into 16 GiB blocks, so a disk that
+/// filled up within the first left no ring, and cron mode (`-q`) passed
+/// all the output through live: the blocks are cut from the room on the
+/// disk, and the head and tail are kept, the loss named before them.
+#[test]
+fn a_huge_hold_max_on_a_full_tmpdir_still_keeps_head_and_tail_with_q() {
+    let script = format!(
+        "\"$R\" -q --hold-output --hold-max 16T --max=1 -- sh -c '{}' > \"$O/out\" 2>&1",
+        chatty(1_000_000)
+    );
+    let Some((code, out)) = on_small_tmpfs("1m", "", &script) else {
+        return;
+    };
+    assert_eq!(code, 1, "{}", String::from_utf8_lossy(&out));
+    expect_cut(&out, 1_000_000, "(no space left on device)");
+}
+
 #[test]
 fn a_tmpdir_full_from_the_start_lets_the_output_through_and_says_why_with_q() {
     let script = "\"$R\" -q --hold-output --max=1 -- sh -c 'echo the output' > \"$O/out\" 2>&1";

@@ -174,18 +174,28 @@ type Emit = fn(i32, &[u8]) -> std::io::Result<()>;
 impl Spool {
     /// A new, empty spool in the temporary directory: see
     /// [`crate::fsutil::scratch_in_tmpdir`].
+    /// Its blocks are cut from the smaller of the bound and the room on
+    /// the disk now, so that a bound far beyond the disk (`--hold-max 16T`)
+    /// still leaves blocks enough for a ring when the disk fills up.
     pub fn create(rules: Rules) -> Result<Spool, String> {
-        Ok(Spool::in_file(crate::fsutil::scratch_in_tmpdir()?, rules))
+        let file = crate::fsutil::scratch_in_tmpdir()?;
+        let room = crate::fsutil::room_of(&file);
+        Ok(Spool::sized(file, rules, write_all, room))
     }
 
-    /// A spool in `file`, which must be empty.
-    fn in_file(file: File, rules: Rules) -> Spool {
-        Spool::with_emit(file, rules, write_all)
-    }
-
+    #[cfg(test)]
     fn with_emit(file: File, rules: Rules, emit: Emit) -> Spool {
-        let block = (rules.max / MAX_BLOCKS).max(PAGE).next_multiple_of(PAGE);
-        let blocks = usize::try_from(rules.max / block)
+        Spool::sized(file, rules, emit, None)
+    }
+
+    /// A spool in `file`, which must be empty, on a disk with `room` bytes
+    /// free (if known).
+    fn sized(file: File, rules: Rules, emit: Emit, room: Option<u64>) -> Spool {
+        let reach = room.map_or(rules.max, |r| r.min(rules.max));
+        let block = (reach / MAX_BLOCKS).max(PAGE).next_multiple_of(PAGE);
+        // Blocks cut small for a small disk: as many as the bound allows,
+        // but never more counters than a disk many times as large needs.
+        let blocks = usize::try_from((rules.max / block).min(MAX_BLOCKS * 16))
             .unwrap_or(usize::MAX)
             .max(1);
         Spool {
@@ -383,7 +393,17 @@ impl State {
             return true;
         }
         if self.cut.is_none() {
-            self.cut = Some(Why::Bound(self.rules.max));
+            let reach = self.blocks as u64 * self.block;
+            self.cut = Some(if reach >= self.rules.max {
+                Why::Bound(self.rules.max)
+            } else {
+                // The counters ran out before the bound: the disk, as it
+                // was when holding began, was the limit.
+                Why::Full(format!(
+                    "{} free when it began",
+                    crate::human::human_size(reach)
+                ))
+            });
         }
         self.turn()
     }

@@ -45,8 +45,12 @@ pub fn next(
     location: &HeaderValue,
     method: &Method,
 ) -> Result<Hop, (NetFailure, String)> {
-    let shown =
-        || escape_controls(&mask::url(&String::from_utf8_lossy(location.as_bytes()))).into_owned();
+    let shown = || {
+        escape_controls(&mask::address(&String::from_utf8_lossy(
+            location.as_bytes(),
+        )))
+        .into_owned()
+    };
     let url = std::str::from_utf8(location.as_bytes())
         .ok()
         .and_then(|l| from.join(l.trim()).ok())
@@ -185,6 +189,17 @@ mod tests {
         let (f, _) =
             hop("http://a.test/", 301, "file:///etc/passwd", Method::GET).expect_err("file");
         assert_eq!(f, NetFailure::RedirectRefused);
+        // A password with a raw '/' in a Location that cannot be parsed
+        // was shown from that '/' on.
+        let (f, why) = hop(
+            "http://a.test/",
+            301,
+            "http://u:AAAA/BBBB@h:x/",
+            Method::GET,
+        )
+        .expect_err("invalid");
+        assert_eq!(f, NetFailure::BadRedirect);
+        assert_eq!(why, "HTTP 301 with Location: http://***@h:x/");
     }
 
     #[test]

@@ -146,8 +146,37 @@ fn harmless_words_are_untouched() {
     ];
     assert_eq!(line(&words), words);
     assert_eq!(line(&[]), Vec::<String>::new());
-    // The command itself is never rewritten.
-    assert_eq!(line(&["token=x"]), ["token=x"]);
+    // A program's name is never rewritten.
+    assert_eq!(line(&["./token=x/run"]), ["./token=x/run"]);
+}
+
+/// `retry -- PGPASSWORD=x pg_isready` (meant for a shell, which reads the
+/// assignment; exec takes it for the program) showed the password in every
+/// log: assignments before the program are masked as `env`'s arguments.
+#[test]
+fn assignments_before_the_program_are_masked() {
+    assert_eq!(
+        line(&["PGPASSWORD=hunter2", "pg_isready", "-h", "db"]),
+        ["PGPASSWORD=***", "pg_isready", "-h", "db"]
+    );
+    assert_eq!(
+        line(&["LANG=C", "API_KEY=k", "GH_TOKEN=t", "./deploy=now", "x"]),
+        ["LANG=C", "API_KEY=***", "GH_TOKEN=***", "./deploy=now", "x"]
+    );
+    assert_eq!(
+        line(&["env", "DB_PASSWD=p", "AUTH=a", "run"]),
+        ["env", "DB_PASSWD=***", "AUTH=***", "run"]
+    );
+    assert_eq!(
+        line(&["sh", "-c", "MY_CREDENTIALS=c exec run"]),
+        ["sh", "-c", "'MY_CREDENTIALS=***' exec run"]
+    );
+    // The program after the assignments is still a program: its own
+    // password options are known.
+    assert_eq!(
+        line(&["A=1", "sshpass", "-p", "pw", "ssh", "h"]),
+        ["A=1", "sshpass", "-p", "***", "ssh", "h"]
+    );
 }
 
 /// A COMMAND that is no program's name (a whole command line in one word,

@@ -44,6 +44,7 @@ use redis::{
 };
 
 use super::address::{Address, Auth, Node};
+use super::bounded;
 use super::words::{connect_failure, redis_words};
 
 /// Connecting, including TLS and AUTH.
@@ -214,10 +215,8 @@ impl Link {
         match &mut self.kind {
             Kind::Single { client, conn } => {
                 if conn.is_none() {
-                    match client
-                        .get_multiplexed_async_connection_with_config(&config())
-                        .await
-                    {
+                    let info = client.get_connection_info();
+                    match bounded::multiplexed(info, &config(), CONNECT_TIMEOUT).await {
                         Ok(c) => *conn = Some(c),
                         Err(e) => {
                             let addr = client.get_connection_info().addr();
@@ -336,17 +335,9 @@ async fn master_at(
         .into_connection_info()
         .map(|i| i.set_redis_settings(redis.clone()))
         .map_err(|e| anyhow!("{}", redis_words(&e)))?;
-    let client = redis::Client::open(info).map_err(|e| anyhow!("{}", redis_words(&e)))?;
-    let mut conn = match client
-        .get_multiplexed_async_connection_with_config(&config())
-        .await
-    {
+    let mut conn = match bounded::multiplexed(&info, &config(), CONNECT_TIMEOUT).await {
         Ok(c) => c,
-        Err(e) => {
-            return Err(
-                connect_failure(&e, client.get_connection_info().addr(), CONNECT_TIMEOUT).await,
-            );
-        }
+        Err(e) => return Err(connect_failure(&e, info.addr(), CONNECT_TIMEOUT).await),
     };
     let role: Role = redis::cmd("ROLE")
         .query_async(&mut conn)
@@ -371,12 +362,7 @@ async fn find_master(
         let i = (*first + k) % sentinels.len();
         let info = &sentinels[i];
         let named = async {
-            let client =
-                redis::Client::open(info.clone()).map_err(|e| anyhow!("{}", redis_words(&e)))?;
-            let mut conn = match client
-                .get_multiplexed_async_connection_with_config(&config())
-                .await
-            {
+            let mut conn = match bounded::multiplexed(info, &config(), CONNECT_TIMEOUT).await {
                 Ok(c) => c,
                 Err(e) => return Err(connect_failure(&e, info.addr(), CONNECT_TIMEOUT).await),
             };
@@ -451,11 +437,10 @@ impl News {
 fn listen(sentinels: Vec<ConnectionInfo>, master: String, news: Arc<News>) {
     tokio::spawn(async move {
         for info in sentinels {
-            let Ok(client) = redis::Client::open(info) else {
-                continue;
-            };
+            // Bounded: a message past the bound ends the subscription (the
+            // stream fails), and the next call starts another listener.
             let subscribed = tokio::time::timeout(CONNECT_TIMEOUT, async {
-                let mut pubsub = client.get_async_pubsub().await?;
+                let mut pubsub = bounded::pubsub(&info, CONNECT_TIMEOUT).await?;
                 pubsub.subscribe("+switch-master").await?;
                 Ok::<_, RedisError>(pubsub)
             })

@@ -20,6 +20,7 @@ use super::Store;
 use super::rules::{Admit, GroupState, Micros, Op, Plan, Reply, SCHEDULE_AHEAD, TRIAL_LEASE};
 
 mod address;
+mod bounded;
 mod link;
 mod words;
 
