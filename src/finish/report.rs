@@ -7,7 +7,8 @@
 //! renamed into place, under the rules every file retry writes follows),
 //! and as `key=value` lines appended to the file `GITHUB_OUTPUT` names,
 //! which GitHub Actions turns into the step's outputs. Both are bounded:
-//! the one free-text field, `reason`, is cut at [`REASON_MAX`] bytes.
+//! the one free-text field, `reason`, is masked and cut at [`REASON_MAX`]
+//! bytes.
 //! Field names are an interface: a change that removes or redefines one
 //! raises [`VERSION`]; new fields may be added within a version.
 
@@ -22,6 +23,7 @@ use super::{Ctx, Output, RunSummary, Work};
 use crate::classify::{Status, signal_name};
 use crate::event::{End, Event};
 use crate::fsutil::{self, Durability, Rule};
+use crate::mask;
 
 /// The document's version, its first field.
 pub const VERSION: u32 = 1;
@@ -100,7 +102,9 @@ pub fn report(summary: &RunSummary, run: &str) -> Report {
         exit_code: ending.exit_code,
         http_status,
         signal,
-        reason: bounded(&ending.reason),
+        // Reasons are masked where they are made, as the log shows them;
+        // masked again here, since a report may travel further than a log.
+        reason: bounded(&mask::text(&ending.reason)),
         started_at: humantime::format_rfc3339_millis(summary.started_at).to_string(),
         elapsed_ms: millis(summary.duration),
         waited_ms: millis(ending.waited),

@@ -154,3 +154,16 @@ fn step_outputs_are_appended() {
         "mine=1\na=1\nb=2\n"
     );
 }
+
+#[test]
+fn a_secret_in_the_reason_is_masked() {
+    let mut s = summary(End::Permanent, 7, Some(Status::Exited(7)));
+    s.ending.reason = "cannot reach https://deploy:hunter2@example.com/?token=abc".into();
+    let r = report(&s, "r");
+    assert!(
+        !r.reason.contains("hunter2") && !r.reason.contains("abc"),
+        "{}",
+        r.reason
+    );
+    assert!(r.reason.contains("example.com"), "{}", r.reason);
+}
