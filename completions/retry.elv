@@ -93,6 +93,8 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --metrics-label 'Add a label to the metrics (Pushgateway: a grouping key), e.g. instance=$(hostname); repeatable'
             cand --ping 'Ping a heartbeat monitor at URL (healthchecks.io protocol)'
             cand --ping-file 'Read --ping''s URL from FILE (its first line), so that it never shows in ps'
+            cand --report 'Write a JSON report of the run to FILE when it ends (attempts, exit status, outcome, times, seed)'
+            cand --github-output 'Append the report as step outputs (key=value lines) to the file GITHUB_OUTPUT names [default: auto]'
             cand --color 'Colour retry''s own log prefix and outcome words [default: auto]'
             cand --ci-annotations 'GitHub Actions annotations for failed attempts and giving up [default: auto]'
             cand --tcp 'Wait for a TCP port: connect to HOST:PORT instead of running a command (repeatable: every target must accept once)'

@@ -71,6 +71,10 @@ complete -c retry -l metrics-job -d 'The metrics\' job label (Pushgateway: group
 complete -c retry -l metrics-label -d 'Add a label to the metrics (Pushgateway: a grouping key), e.g. instance=$(hostname); repeatable' -r
 complete -c retry -l ping -d 'Ping a heartbeat monitor at URL (healthchecks.io protocol)' -r
 complete -c retry -l ping-file -d 'Read --ping\'s URL from FILE (its first line), so that it never shows in ps' -r -F
+complete -c retry -l report -d 'Write a JSON report of the run to FILE when it ends (attempts, exit status, outcome, times, seed)' -r -F
+complete -c retry -l github-output -d 'Append the report as step outputs (key=value lines) to the file GITHUB_OUTPUT names [default: auto]' -r -f -a "auto\t'decide from the surroundings'
+always\t''
+never\t''"
 complete -c retry -l color -d 'Colour retry\'s own log prefix and outcome words [default: auto]' -r -f -a "auto\t'decide from the surroundings'
 always\t''
 never\t''"

@@ -24,6 +24,10 @@ module completions {
     [ "text" "json" ]
   }
 
+  def "nu-complete retry github_output" [] {
+    [ "auto" "always" "never" ]
+  }
+
   def "nu-complete retry color" [] {
     [ "auto" "always" "never" ]
   }
@@ -113,6 +117,8 @@ module completions {
     --ping: string            # Ping a heartbeat monitor at URL (healthchecks.io protocol)
     --ping-file: path         # Read --ping's URL from FILE (its first line), so that it never shows in ps
     --ping-log                # Send a summary of the run (attempts, times, the log's last lines; masked, at most 10 KB) with the final ping
+    --report: path            # Write a JSON report of the run to FILE when it ends (attempts, exit status, outcome, times, seed)
+    --github-output: string@"nu-complete retry github_output" # Append the report as step outputs (key=value lines) to the file GITHUB_OUTPUT names [default: auto]
     --color: string@"nu-complete retry color" # Colour retry's own log prefix and outcome words [default: auto]
     --ci-annotations: string@"nu-complete retry ci_annotations" # GitHub Actions annotations for failed attempts and giving up [default: auto]
     --tcp: string             # Wait for a TCP port: connect to HOST:PORT instead of running a command (repeatable: every target must accept once)

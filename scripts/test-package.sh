@@ -23,6 +23,38 @@ same() {
   fi
 }
 
+# binstall_render TARGET: the binstall templates of Cargo.toml rendered for
+# TARGET, as two lines: the archive's name from pkg-url (the first of the
+# tgz suffixes whose file is in dist/, else the .tgz one) once the
+# stand-in repository and the release page's path are taken off, and
+# bin-dir. Fails if pkg-url does not point under the release page of
+# v{ version } or pkg-fmt is not tgz.
+binstall_render() {
+  cargo metadata --no-deps --format-version 1 --locked |
+    TARGET=$1 python3 -c '
+import json, os, re, sys
+pkg = json.load(sys.stdin)["packages"][0]
+meta = pkg["metadata"]["binstall"]
+assert meta["pkg-fmt"] == "tgz", meta["pkg-fmt"]
+bins = [t["name"] for t in pkg["targets"] if "bin" in t["kind"]]
+def render(template, suffix):
+    values = {"name": pkg["name"], "version": pkg["version"], "repo": "REPO",
+              "bin": bins[0], "target": os.environ["TARGET"],
+              "archive-suffix": suffix, "archive-format": suffix[1:],
+              "binary-ext": ""}
+    return re.sub(r"\{ *([a-z-]+) *\}", lambda m: values[m.group(1)], template)
+page = "REPO/releases/download/v%s/" % pkg["version"]
+names = []
+for suffix in (".tgz", ".tar.gz"):
+    url = render(meta["pkg-url"], suffix)
+    assert url.startswith(page), url
+    names.append(url[len(page):])
+found = [n for n in names if os.path.exists(os.path.join("dist", n))]
+print((found or names)[0])
+print(render(meta["bin-dir"], ".tgz"))
+'
+}
+
 started=$(date +%s)
 if ! bash scripts/package.sh; then
   bad "scripts/package.sh builds dist/"
@@ -115,6 +147,20 @@ for target in x86_64-unknown-linux-musl aarch64-unknown-linux-musl; do
   done
   check "$arch: the $links links of the README and the guide lead to files in the archive${broken:+ (broken:$broken)}" \
     test "$links" -gt 20 -a -z "$broken"
+
+  # ---- cargo-binstall's metadata ---------------------------------------------
+  # Its templates, rendered by binstall's documented rules (SUPPORT.md): each
+  # `{ key }` replaced; for pkg-fmt tgz, `{ archive-suffix }` is tried as
+  # .tgz and as .tar.gz; `{ binary-ext }` is empty off Windows. A stand-in
+  # for the repository (the manifest has none yet) and the release page's
+  # path are taken off; what is left must name the archive in dist/, and
+  # bin-dir the executable inside it.
+  rendered=$(binstall_render "$target") || rendered=""
+  pkg_url=$(sed -n 1p <<<"$rendered")
+  bin_dir=$(sed -n 2p <<<"$rendered")
+  same "$arch: binstall's pkg-url names the archive in dist/" "$pkg_url" "$(basename "$archive")"
+  check "$arch: binstall's bin-dir ($bin_dir) is the executable retry in the archive" \
+    test -n "$bin_dir" -a -x "$work/$arch/$bin_dir" -a "$(basename "$bin_dir")" = retry
 done
 same "the changelog in debian/ is for this version" \
   "$(dpkg-parsechangelog -l debian/changelog -S Version)" "${version}-1"

@@ -3,8 +3,10 @@
 # machine with the Rust toolchain: installs what the tests need, then runs
 # formatting, lint, unit and integration tests, the package tests
 # (scripts/test-package.sh: builds the static release binaries, checks,
-# installs and removes the Debian packages and checks the release archives)
-# and the static binaries' own tests (scripts/test-static.sh). It ends with
+# installs and removes the Debian packages and checks the release archives),
+# the static binaries' own tests (scripts/test-static.sh), the GitHub
+# Action's (scripts/test-action.sh) and the container image's
+# (scripts/test-image.sh). It ends with
 # one line, "tests: P passed, F failed, S skipped", whether the run passed
 # or not.
 set -euo pipefail
@@ -147,6 +149,15 @@ file -L /bin/busybox 2>/dev/null | grep -q 'statically linked' || bare+=(busybox
 command -v dnsmasq >/dev/null || bare+=(dnsmasq-base)
 command -v ss >/dev/null || need+=(iproute2)
 command -v qemu-aarch64 >/dev/null || bare+=(qemu-user)
+# The container image (scripts/image.sh builds it with buildah; its tests,
+# scripts/test-image.sh, run it with podman on runc, and mount the static
+# busybox in to look inside) and the CA bundle it ships.
+command -v buildah >/dev/null || bare+=(buildah)
+# pip, for check-jsonschema below.
+python3 -c 'import pip' 2>/dev/null || need+=(python3-pip)
+command -v podman >/dev/null || bare+=(podman)
+command -v runc >/dev/null || bare+=(runc)
+[ -f /etc/ssl/certs/ca-certificates.crt ] || bare+=(ca-certificates)
 command -v prometheus-node-exporter >/dev/null || bare+=(prometheus-node-exporter)
 command -v prometheus-pushgateway >/dev/null || bare+=(prometheus-pushgateway)
 command -v promtool >/dev/null || bare+=(prometheus)
@@ -195,6 +206,13 @@ if [ $((${#need[@]} + ${#bare[@]} + ${#backports[@]})) -gt 0 ]; then
   fi
 fi
 
+# The GitHub Action's tests (scripts/test-action.sh) validate action.yml
+# with check-jsonschema, which carries the Action metadata schema (PyPI).
+if ! command -v check-jsonschema >/dev/null; then
+  python3 -m pip install -q check-jsonschema 2>/dev/null ||
+    python3 -m pip install -q --break-system-packages check-jsonschema
+fi
+
 # Strict (CI set and not empty, or RETRY_TEST_STRICT=1; RETRY_TEST_STRICT=0
 # turns it off): a test that lacks a precondition it cannot install (root,
 # namespaces, an IPv6 loopback) fails. Otherwise it is skipped, and counted.
@@ -215,6 +233,10 @@ cargo test --all-targets --locked --no-fail-fast 2>&1 | tee "$work/cargo.log" ||
 
 shell_tests scripts/test-package.sh
 shell_tests scripts/test-static.sh
+# On the dist/ the package tests built: the Action installs its archives,
+# the image is made of its static binaries.
+shell_tests scripts/test-action.sh
+shell_tests scripts/test-image.sh
 
 summary 0
 [ ${#failed_steps[@]} -eq 0 ]

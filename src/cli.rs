@@ -66,7 +66,8 @@ Environment:
   RETRY_DEPTH; the hooks receive RETRY_ATTEMPT, RETRY_EXIT_CODE and
   RETRY_NEXT_DELAY_MS. --hold-output and --last-stdout hold output in $TMPDIR
   (default /tmp).
-  NO_COLOR turns colour off; GITHUB_ACTIONS=true turns on annotations.
+  NO_COLOR turns colour off; GITHUB_ACTIONS=true turns on annotations and
+  the report's step outputs in GITHUB_OUTPUT.
   HTTP mode trusts the system's CA certificates, or those in SSL_CERT_FILE and
   SSL_CERT_DIR when set; proxies come from HTTP_PROXY, HTTPS_PROXY and NO_PROXY.";
 

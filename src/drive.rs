@@ -108,6 +108,7 @@ where
                 started_at,
                 duration: started.elapsed(),
                 ending,
+                seed,
             };
             let mut ctx = finish::Ctx {
                 log,

@@ -81,6 +81,9 @@ pub struct Ending {
     pub last_status: Option<Status>,
     /// Retries the group's retry budget refused (its refusal ends the run).
     pub retries_refused: u32,
+    /// Time spent between attempts (and in `--stagger` before the first):
+    /// the waits, with whatever ran during them.
+    pub waited: Duration,
 }
 
 impl Ending {
@@ -97,6 +100,7 @@ impl Ending {
             reason: reason.into(),
             last_status: None,
             retries_refused: 0,
+            waited: Duration::ZERO,
         }
     }
 }

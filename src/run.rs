@@ -94,58 +94,11 @@ where
         state,
         deadline,
         max: policy.max_attempts,
+        waited: Duration::ZERO,
     };
-    if let Err(ending) = run.begin().await {
-        return ending;
-    }
-    let mut progress = Progress::new(&policy.delay);
-    let mut previous_exit = None;
-    let mut number = 0u32;
-    loop {
-        // A signal that landed as the last wait ended must not start another attempt.
-        if number > 0
-            && let Some(sig) = run.signals.interrupted()
-        {
-            return interrupted_in_wait(sig as i32, number, run.max, run.log);
-        }
-        number = number.saturating_add(1);
-        let tried = run.attempt(number, previous_exit).await;
-        previous_exit = Some(exit::code(&tried.status, Verdict::Retryable));
-        // Hook 2: the outcome counts against (or refills) the group's budget.
-        let ok = tried.verdict == Verdict::Success;
-        match run.state.record(ok, run.log, run.signals, deadline).await {
-            Ok(()) => {}
-            Err(Stop::Deadline) => return run.end(tried, End::Deadline, STORE_DEADLINE),
-            Err(stop) => return stopped(stop, number, run.max, run.log),
-        }
-        let done = Attempted {
-            number,
-            status: &tried.status,
-            verdict: tried.verdict,
-            ran: tried.ran,
-            now: clock.now(),
-            deadline,
-        };
-        let retry = match after(policy, &mut progress, done, run.rng) {
-            Next::Retry(retry) => retry,
-            Next::Stop(stop) => {
-                let reason = run.reason(&tried, stop);
-                return run.end(tried, stop.end(), reason);
-            }
-        };
-        if retry.reset
-            && let Some(after) = policy.reset_after
-        {
-            run.log.emit(&Event::Reset {
-                attempt: number,
-                up: tried.ran,
-                after,
-            });
-        }
-        if let Err(ending) = run.wait(tried, retry).await {
-            return ending;
-        }
-    }
+    let mut ending = run.go().await;
+    ending.waited = run.waited;
+    ending
 }
 
 /// An attempt that has ended, as the loop judged it.
@@ -172,6 +125,8 @@ struct Loop<'a, A, B, C, R: ?Sized, S> {
     state: &'a mut Session,
     deadline: Option<Instant>,
     max: Option<u32>,
+    /// Time spent between attempts so far.
+    waited: Duration,
 }
 
 impl<A, B, C, R, S> Loop<'_, A, B, C, R, S>
@@ -182,6 +137,70 @@ where
     R: Rng + ?Sized,
     S: Sink,
 {
+    /// The attempts, until the run ends.
+    async fn go(&mut self) -> Ending {
+        if let Err(ending) = self.begin().await {
+            return ending;
+        }
+        let policy = self.policy;
+        let deadline = self.deadline;
+        let mut progress = Progress::new(&policy.delay);
+        let mut previous_exit = None;
+        let mut number = 0u32;
+        loop {
+            // A signal that landed as the last wait ended must not start another attempt.
+            if number > 0
+                && let Some(sig) = self.signals.interrupted()
+            {
+                return interrupted_in_wait(sig as i32, number, self.max, self.log);
+            }
+            number = number.saturating_add(1);
+            let tried = self.attempt(number, previous_exit).await;
+            previous_exit = Some(exit::code(&tried.status, Verdict::Retryable));
+            // Hook 2: the outcome counts against (or refills) the group's budget.
+            let ok = tried.verdict == Verdict::Success;
+            match self
+                .state
+                .record(ok, self.log, self.signals, deadline)
+                .await
+            {
+                Ok(()) => {}
+                Err(Stop::Deadline) => return self.end(tried, End::Deadline, STORE_DEADLINE),
+                Err(stop) => return stopped(stop, number, self.max, self.log),
+            }
+            let done = Attempted {
+                number,
+                status: &tried.status,
+                verdict: tried.verdict,
+                ran: tried.ran,
+                now: self.clock.now(),
+                deadline,
+            };
+            let retry = match after(policy, &mut progress, done, self.rng) {
+                Next::Retry(retry) => retry,
+                Next::Stop(stop) => {
+                    let reason = self.reason(&tried, stop);
+                    return self.end(tried, stop.end(), reason);
+                }
+            };
+            if retry.reset
+                && let Some(after) = policy.reset_after
+            {
+                self.log.emit(&Event::Reset {
+                    attempt: number,
+                    up: tried.ran,
+                    after,
+                });
+            }
+            let began = self.clock.now();
+            let waited = self.wait(tried, retry).await;
+            self.waited += self.clock.now().saturating_duration_since(began);
+            if let Err(ending) = waited {
+                return ending;
+            }
+        }
+    }
+
     /// Before the first attempt: the attempts get ready, the breaker
     /// admits the run, `--stagger` spreads a fleet's first attempts.
     async fn begin(&mut self) -> Result<(), Ending> {
@@ -212,11 +231,13 @@ where
             if let Some(d) = self.deadline {
                 wake = wake.min(d);
             }
-            tokio::select! {
-                () = self.clock.sleep_until(wake) => {}
-                sig = self.signals.next_interrupt() => {
-                    return Err(interrupted_in_wait(sig as i32, 0, self.max, self.log));
-                }
+            let slept = tokio::select! {
+                () = self.clock.sleep_until(wake) => None,
+                sig = self.signals.next_interrupt() => Some(sig),
+            };
+            self.waited += self.clock.now().saturating_duration_since(now);
+            if let Some(sig) = slept {
+                return Err(interrupted_in_wait(sig as i32, 0, self.max, self.log));
             }
         }
         Ok(())
@@ -517,6 +538,8 @@ fn ended<S: Sink>(
         // Only the budget refuses once attempts have run (the breaker
         // refuses before the first), and its refusal ends the run.
         retries_refused: u32::from(end == End::Refused && attempts > 0),
+        // Set by `run` once the loop is over.
+        waited: Duration::ZERO,
     };
     log.emit(&Event::Done {
         ending: &ending,

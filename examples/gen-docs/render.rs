@@ -270,7 +270,11 @@ fn our_sections(cmd: &clap::Command) -> Roff {
         ),
         (
             "GITHUB_ACTIONS",
-            "When true, --ci-annotations auto writes a ::warning:: line for each failed attempt and an ::error:: line on giving up, which GitHub Actions shows as annotations.",
+            "When true, --ci-annotations auto writes a ::warning:: line for each failed attempt and an ::error:: line on giving up, which GitHub Actions shows as annotations, and --github-output auto appends the run's report to GITHUB_OUTPUT.",
+        ),
+        (
+            "GITHUB_OUTPUT",
+            "The file --github-output appends the run's report to, as key=value step outputs.",
         ),
         (
             "TMPDIR",

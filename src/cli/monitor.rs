@@ -103,4 +103,32 @@ pub struct MonitorArgs {
     /// Send a summary of the run (attempts, times, the log's last lines; masked, at most 10 KB) with the final ping
     #[arg(long, help_heading = HEADING)]
     pub ping_log: bool,
+
+    /// Write a JSON report of the run to FILE when it ends (attempts, exit status, outcome, times, seed)
+    ///
+    /// Written whole when the run ends, however it ends (a signal
+    /// included): to a temporary file beside FILE, renamed into place. One
+    /// versioned document with the fields `version`, `run`, `outcome`
+    /// (success, gave-up, permanent, interrupted, refused), `limit` (max or
+    /// max-time when it gave up), `attempts`, `exit_code`, `http_status`,
+    /// `signal`, `reason`, `started_at`, `elapsed_ms`, `waited_ms` and
+    /// `seed`. The directory must be writable, and writable by nobody but
+    /// its owner unless it is sticky; otherwise retry exits 2 before running
+    /// anything.
+    #[arg(long, value_name = "FILE", allow_hyphen_values = true, help_heading = HEADING)]
+    pub report: Option<PathBuf>,
+
+    /// Append the report as step outputs (key=value lines) to the file GITHUB_OUTPUT names [default: auto]
+    ///
+    /// auto does so when GITHUB_ACTIONS=true and GITHUB_OUTPUT is set, as
+    /// in a GitHub Actions step; always whenever GITHUB_OUTPUT is set (other
+    /// runners that read the same file); never turns it off. The keys are
+    /// the report's field names.
+    #[arg(
+        long,
+        value_name = "WHEN",
+        allow_hyphen_values = true,
+        help_heading = HEADING
+    )]
+    pub github_output: Option<super::WhenArg>,
 }

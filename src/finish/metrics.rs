@@ -246,6 +246,7 @@ mod tests {
         RunSummary {
             started_at: UNIX_EPOCH + Duration::from_millis(1_700_000_000_250),
             duration: Duration::from_millis(2_500),
+            seed: 0,
             ending: Ending {
                 end,
                 attempts: 3,
@@ -253,6 +254,7 @@ mod tests {
                 reason: "".into(),
                 last_status: None,
                 retries_refused: 0,
+                waited: std::time::Duration::ZERO,
             },
         }
     }

@@ -8,7 +8,8 @@
 //! own, as each export format is in a benchmark tool: `held` (the last
 //! attempt's held output, `--hold-output` and `--last-stdout`), `textfile` and `push` (Prometheus metrics,
 //! rendered by `metrics`), `ping` (a heartbeat monitor), over the HTTP
-//! client of `client`, and `give_up` (the `--on-give-up` hook).
+//! client of `client`, `report` (`--report` and GitHub Actions step
+//! outputs) and `give_up` (the `--on-give-up` hook).
 //!
 //! The reports over the network (the push and the pings) share one bound,
 //! [`REPORTS`] from the end of the run, [`REPORTS_AFTER_SIGNAL`] when a
@@ -36,6 +37,7 @@ mod held;
 pub mod metrics;
 pub mod ping;
 mod push;
+pub mod report;
 mod textfile;
 
 /// What the end-of-run outputs know of a run: how it ended (the same
@@ -47,6 +49,8 @@ pub struct RunSummary {
     /// From the start of the run to its end (the outputs' own time excluded).
     pub duration: Duration,
     pub ending: Ending,
+    /// The jitter's seed (`--seed`, or drawn for this run).
+    pub seed: u64,
 }
 
 /// The environment variables of the reports, which no child gets (the
@@ -131,13 +135,18 @@ pub struct FinishOptions {
     pub metrics: Option<metrics::MetricsOptions>,
     /// `--ping`.
     pub ping: Option<ping::PingOptions>,
+    /// `--report`, GitHub Actions step outputs.
+    pub report: report::ReportOptions,
 }
 
 /// What the outputs need checked before anything runs (the metrics file's
 /// directory); the error is the usage-error line.
 pub fn check(options: &FinishOptions) -> Result<(), String> {
-    match options.metrics.as_ref().and_then(|m| m.file.as_deref()) {
-        Some(path) => textfile::check(path),
+    if let Some(path) = options.metrics.as_ref().and_then(|m| m.file.as_deref()) {
+        textfile::check(path)?;
+    }
+    match options.report.file.as_deref() {
+        Some(path) => report::check(path),
         None => Ok(()),
     }
 }
@@ -157,6 +166,12 @@ impl Outputs {
         // its time, last.
         if let Some(held) = &options.hold {
             outputs.push(Box::new(held::HeldOutput::new(held.clone())));
+        }
+        // The report before the reports over the network and the hook, which
+        // may take their time: a KILL that cuts them short leaves it written.
+        if !options.report.is_empty() {
+            let output = report::ReportOutput::new(options.report.clone());
+            outputs.push(Box::new(output));
         }
         if let Some(m) = &options.metrics {
             if let Some(path) = &m.file {
@@ -245,6 +260,7 @@ mod tests {
         let summary = RunSummary {
             started_at: SystemTime::UNIX_EPOCH,
             duration: Duration::from_secs(1),
+            seed: 0,
             ending: Ending {
                 end: End::Success,
                 attempts: 3,
@@ -252,6 +268,7 @@ mod tests {
                 reason: "".into(),
                 last_status: None,
                 retries_refused: 0,
+                waited: std::time::Duration::ZERO,
             },
         };
         runtime.block_on(async {

@@ -345,6 +345,7 @@ mod tests {
         RunSummary {
             started_at: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
             duration: Duration::from_millis(2_312),
+            seed: 0,
             ending: Ending {
                 end: End::Exhausted,
                 attempts: 5,
@@ -352,6 +353,7 @@ mod tests {
                 reason: "".into(),
                 last_status: Some(Status::Exited(1)),
                 retries_refused: 0,
+                waited: std::time::Duration::ZERO,
             },
         }
     }

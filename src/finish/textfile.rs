@@ -145,6 +145,7 @@ mod tests {
         RunSummary {
             started_at: SystemTime::UNIX_EPOCH,
             duration: Duration::from_secs(1),
+            seed: 0,
             ending: Ending::before_attempts(End::Permanent, 1, "x"),
         }
     }

@@ -263,6 +263,12 @@ impl Logger {
         }
     }
 
+    /// This invocation's run id, as the JSON log's `run` field has it
+    /// (empty for the bare stderr logger).
+    pub fn run_id(&self) -> &str {
+        &self.origin.run
+    }
+
     pub fn emit(&mut self, event: &Event<'_>) {
         let elapsed = self.started.elapsed();
         for ch in &mut self.channels {

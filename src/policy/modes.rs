@@ -457,6 +457,14 @@ const FLAGS: &[Flag] = &[
     row!("ping_log", "--ping-log", Report, REAL, |c| c
         .monitor
         .ping_log),
+    row!("report", "--report", Report, REAL, |c| c
+        .monitor
+        .report
+        .is_some()),
+    row!("github_output", "--github-output", Report, REAL, |c| c
+        .monitor
+        .github_output
+        .is_some()),
 ];
 
 /// The mode the flags choose, and whether it is only previewed.

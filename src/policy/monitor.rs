@@ -1,6 +1,7 @@
 //! The monitoring flags: `--metrics-file`, `--metrics-push` (with
 //! `--metrics-push-password-file`), `--metrics-job`, `--metrics-label`,
-//! `--ping` (or `--ping-file`) and `--ping-log`, validated into the
+//! `--ping` (or `--ping-file`), `--ping-log`, `--report` and
+//! `--github-output` (with `GITHUB_ACTIONS` and `GITHUB_OUTPUT`), validated into the
 //! end-of-run options. URLs are masked in messages: a heartbeat URL's path
 //! and a gateway's password are secrets. The file forms are read here, so
 //! that a file that cannot be read is a usage error before anything runs.
@@ -11,10 +12,11 @@ use std::path::Path;
 use reqwest::Url;
 
 use super::{Mode, Names, UsageError, path_arg};
-use crate::cli::Cli;
+use crate::cli::{Cli, WhenArg};
 use crate::finish::FinishOptions;
 use crate::finish::metrics::{MetricsOptions, is_label_name};
 use crate::finish::ping::PingOptions;
+use crate::finish::report::ReportOptions;
 use crate::mask;
 
 const PUSH_FORM: &str = "the http:// or https:// URL of a Pushgateway, such as http://pushgateway:9091 (retry adds /metrics/job/...)";
@@ -40,7 +42,35 @@ pub(super) fn options(cli: &Cli, names: &Names, mode: &Mode) -> Result<FinishOpt
     Ok(FinishOptions {
         metrics: metrics(cli, names, mode)?,
         ping: ping(cli, names)?,
+        report: report(cli, &|k| std::env::var_os(k))?,
         ..FinishOptions::default()
+    })
+}
+
+/// `--report` and `--github-output`; `var` reads the environment
+/// (`GITHUB_ACTIONS`, `GITHUB_OUTPUT`).
+fn report(
+    cli: &Cli,
+    var: &dyn Fn(&str) -> Option<std::ffi::OsString>,
+) -> Result<ReportOptions, UsageError> {
+    let m = &cli.monitor;
+    if let Some(file) = &m.report {
+        path_arg(
+            "--report",
+            file,
+            "a file for the run's JSON report, such as report.json",
+        )?;
+    }
+    let output = var("GITHUB_OUTPUT").filter(|v| !v.is_empty());
+    let in_actions = var("GITHUB_ACTIONS").is_some_and(|v| v == "true");
+    let github_output = match m.github_output.unwrap_or(WhenArg::Auto) {
+        WhenArg::Never => None,
+        WhenArg::Always => output,
+        WhenArg::Auto => output.filter(|_| in_actions),
+    };
+    Ok(ReportOptions {
+        file: m.report.clone(),
+        github_output: github_output.map(std::path::PathBuf::from),
     })
 }
 

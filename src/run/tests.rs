@@ -184,6 +184,7 @@ fn a_terminating_signal_ends_the_run_instead_of_the_next_wait() {
     );
     assert_eq!((f.end, f.attempts, f.exit_code), (End::Interrupted, 1, 143));
     assert!(sleeps.is_empty());
+    assert_eq!(f.waited, Duration::ZERO);
     assert_eq!(seen.len(), 1);
     assert_eq!(rec.ends, vec![End::Interrupted]);
 }
@@ -218,6 +219,7 @@ fn gives_up_with_the_last_code_and_never_sleeps_after_the_last_attempt() {
     assert_eq!(f.end, End::Exhausted);
     assert_eq!(f.attempts, 3);
     assert_eq!(sleeps, vec![secs(1), secs(2)]);
+    assert_eq!(f.waited, secs(3), "the waits, and nothing after the last");
     let prev: Vec<Option<u8>> = seen.iter().map(|c| c.previous_exit).collect();
     assert_eq!(prev, vec![None, Some(1), Some(2)]);
 }
@@ -255,6 +257,8 @@ fn max_time_draws_the_last_wait_inside_the_time_left_then_gives_up() {
         vec![secs(1), secs(2), Duration::from_nanos(3_933_333_334)]
     );
     assert_eq!((f.end, f.attempts, f.exit_code), (End::Deadline, 4, 1));
+    // The attempts' own second each is not waiting.
+    assert_eq!(f.waited, Duration::from_nanos(6_933_333_334));
 }
 
 #[test]

@@ -426,6 +426,7 @@ impl<S: Sink> World<'_, S> {
             reason,
             last_status: Some(done.status.clone()),
             retries_refused: u32::from(end == End::Refused),
+            waited: std::time::Duration::ZERO,
         };
         self.sink.emit(&Event::Done {
             ending: &ending,

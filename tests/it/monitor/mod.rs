@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 mod gateway;
 mod heartbeat;
+mod report;
 mod textfile;
 mod usage;
 
