@@ -69,6 +69,11 @@ pub struct Report {
     pub elapsed_ms: u64,
     pub waited_ms: u64,
     pub seed: u64,
+    /// What the last response asked for, as the log names it
+    /// (`X-RateLimit-Reset (epoch) 1764345600`), when it asked.
+    pub server_hint: Option<String>,
+    /// How long that was, from the response.
+    pub server_hint_ms: Option<u64>,
 }
 
 /// The report of the run `summary` describes, whose run id is `run`.
@@ -89,9 +94,9 @@ pub fn report(summary: &RunSummary, run: &str) -> Report {
         (_, Some(Status::Signaled(sig) | Status::Interrupted(sig))) => Some(signal_name(*sig)),
         _ => None,
     };
-    let http_status = match ending.last_status {
-        Some(Status::Http { code, .. }) => Some(code),
-        _ => None,
+    let (http_status, floor) = match &ending.last_status {
+        Some(Status::Http { code, hints }) => (Some(*code), hints.floor.as_ref()),
+        _ => (None, None),
     };
     Report {
         version: VERSION,
@@ -109,6 +114,8 @@ pub fn report(summary: &RunSummary, run: &str) -> Report {
         elapsed_ms: millis(summary.duration),
         waited_ms: millis(ending.waited),
         seed: summary.seed,
+        server_hint: floor.map(|f| bounded(&f.describe())),
+        server_hint_ms: floor.map(|f| millis(f.wait)),
     }
 }
 
@@ -167,6 +174,11 @@ pub fn to_step_outputs(report: &Report) -> String {
         ("elapsed_ms", report.elapsed_ms.to_string()),
         ("waited_ms", report.waited_ms.to_string()),
         ("seed", report.seed.to_string()),
+        ("server_hint", opt(report.server_hint.clone())),
+        (
+            "server_hint_ms",
+            opt(report.server_hint_ms.map(|m| m.to_string())),
+        ),
     ];
     let mut text = String::new();
     for (key, value) in fields {

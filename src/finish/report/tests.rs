@@ -71,7 +71,7 @@ fn the_signal_is_retrys_own_or_the_one_that_killed_the_last_attempt() {
 fn an_http_status_is_the_last_responses() {
     let last = Status::Http {
         code: 503,
-        retry_after: None,
+        hints: crate::ratelimit::Hints::NONE,
     };
     let r = report(&summary(End::Exhausted, 22, Some(last)), "r");
     assert_eq!(r.http_status, Some(503));
@@ -95,6 +95,8 @@ fn the_json_has_every_field_even_when_empty() {
         "elapsed_ms",
         "waited_ms",
         "seed",
+        "server_hint",
+        "server_hint_ms",
     ] {
         assert!(v.get(key).is_some(), "{key} missing from {text}");
     }

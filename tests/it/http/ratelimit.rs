@@ -359,3 +359,21 @@ fn retry_after_spread_is_refused_outside_http_mode_and_malformed() {
     assert!(r.stderr.contains("--retry-after-spread"), "{}", r.stderr);
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
 }
+
+#[test]
+fn the_report_names_what_the_last_response_asked_for() {
+    let s = Server::start(vec![
+        reply(429)
+            .header("x-ratelimit-remaining", "0")
+            .header("x-ratelimit-reset", "7"),
+    ]);
+    let dir = tempfile::tempdir().expect("a scratch directory");
+    let report = dir.path().join("r.json");
+    let report = report.to_str().expect("a UTF-8 path");
+    let r = retry(&["--http", &s.url, "-n", "1", "--report", report]);
+    assert_eq!(r.code, 22, "{}", r.stderr);
+    let text = std::fs::read_to_string(report).expect("the report");
+    let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(v["server_hint"], "X-RateLimit-Reset (seconds) 7", "{text}");
+    assert_eq!(v["server_hint_ms"], 7000, "{text}");
+}

@@ -186,7 +186,7 @@ fn in_github_actions_the_step_outputs_are_appended() {
         .expect_code(1);
     let text = read(&outputs);
     let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 14, "{text}");
+    assert_eq!(lines.len(), 16, "{text}");
     assert_eq!(lines[0], "earlier=1");
     for want in [
         "version=1",
@@ -197,6 +197,7 @@ fn in_github_actions_the_step_outputs_are_appended() {
         "http_status=",
         "signal=",
         "seed=9",
+        "server_hint=",
         "reason=no attempts left (last: exit 1)",
     ] {
         assert!(lines.contains(&want), "{want} in {text}");
@@ -221,7 +222,7 @@ fn in_github_actions_the_step_outputs_are_appended() {
         .run()
         .expect_code(0);
     let after = read(&outputs);
-    assert_eq!(after.lines().count(), 14 + 13, "{after}");
+    assert_eq!(after.lines().count(), 16 + 15, "{after}");
     assert!(after[text.len()..].contains("outcome=success\n"), "{after}");
 }
 
