@@ -124,7 +124,7 @@ fn step_outputs_keep_each_value_on_its_line() {
         text.starts_with("version=1\nrun=r\noutcome=permanent\n"),
         "{text}"
     );
-    assert_eq!(text.lines().count(), 13);
+    assert_eq!(text.lines().count(), 15);
     assert!(text.lines().all(|l| l.contains('=')));
 }
 
