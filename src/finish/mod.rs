@@ -16,7 +16,7 @@
 //! and KILL 10 s later) still hears the final ping, and a monitor that
 //! hangs never holds the exit longer. [`ReportClock`] carries it to them.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -37,6 +37,7 @@ pub mod metrics;
 pub mod ping;
 mod push;
 mod textfile;
+pub mod trace;
 
 /// What the end-of-run outputs know of a run: how it ended (the same
 /// account the log's `done` line and the exit status come from) and when.
@@ -131,6 +132,8 @@ pub struct FinishOptions {
     pub metrics: Option<metrics::MetricsOptions>,
     /// `--ping`.
     pub ping: Option<ping::PingOptions>,
+    /// The trace context and the export of spans.
+    pub trace: trace::TraceOptions,
 }
 
 /// What the outputs need checked before anything runs (the metrics file's
@@ -150,8 +153,9 @@ pub struct Outputs {
 }
 
 impl Outputs {
-    /// The outputs `options` ask for.
-    pub fn new(options: &FinishOptions) -> Outputs {
+    /// The outputs `options` ask for; `tracer` holds the run's spans when
+    /// it keeps a trace.
+    pub fn new(options: &FinishOptions, tracer: Option<&Rc<RefCell<trace::Tracer>>>) -> Outputs {
         let mut outputs = Outputs::default();
         // The command's held output first; the give-up hook, which may take
         // its time, last.
@@ -172,6 +176,12 @@ impl Outputs {
         if let Some(p) = &options.ping {
             let ping = ping::Ping::new(p).with_clock(outputs.clock.clone());
             outputs.push(Box::new(ping));
+        }
+        // Before the give-up hook, which may take its time: the spans share
+        // the reports' bound.
+        if let (Some(export), Some(tracer)) = (&options.trace.export, tracer) {
+            let export = trace::Export::new(export.clone(), tracer.clone(), outputs.clock.clone());
+            outputs.push(Box::new(export));
         }
         if let Some(hook) = &options.on_give_up {
             outputs.push(Box::new(give_up::GiveUp::new(hook)));
@@ -238,7 +248,7 @@ mod tests {
             .build()
             .unwrap();
         let seen = Rc::new(RefCell::new(Vec::new()));
-        let mut outputs = Outputs::new(&FinishOptions::default());
+        let mut outputs = Outputs::new(&FinishOptions::default(), None);
         assert!(outputs.is_empty());
         outputs.push(Box::new(Recorder(seen.clone())));
         outputs.push(Box::new(Recorder(seen.clone())));

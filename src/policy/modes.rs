@@ -443,6 +443,21 @@ const FLAGS: &[Flag] = &[
     row!("ping_log", "--ping-log", Report, REAL, |c| c
         .monitor
         .ping_log),
+    // Tracing: a dry run shows the trace it would start.
+    row!(
+        "otlp_endpoint",
+        "--otlp-endpoint",
+        Report,
+        REAL | DRY_RUN,
+        |c| c.monitor.otlp_endpoint.is_some()
+    ),
+    row!(
+        "trace_context",
+        "--trace-context",
+        Report,
+        REAL | DRY_RUN,
+        |c| c.monitor.trace_context.is_some()
+    ),
 ];
 
 /// The mode the flags choose, and whether it is only previewed.

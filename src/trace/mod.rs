@@ -3,3 +3,5 @@
 //! encoding (`otlp`). Pure: no I/O, ids from the generator passed in.
 
 pub mod context;
+pub mod otlp;
+pub mod span;
