@@ -134,7 +134,10 @@ fn export(
     ] {
         if let Some(v) = env(name) {
             match pairs(&v) {
-                Ok(list) => headers.extend(list),
+                Ok(list) if list.iter().all(|(k, v)| is_header(k, v)) => headers.extend(list),
+                Ok(_) => warnings.push(format!(
+                    "{name} holds a name or value a header cannot carry: its headers are not sent"
+                )),
                 Err(()) => warnings.push(format!(
                     "{name} is not a list of key=value pairs: its headers are not sent"
                 )),
@@ -190,6 +193,11 @@ fn env_url(value: &str, name: &str, warnings: &mut Vec<String>) -> Option<Url> {
             None
         }
     }
+}
+
+fn is_header(name: &str, value: &str) -> bool {
+    reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_ok()
+        && reqwest::header::HeaderValue::from_str(value).is_ok()
 }
 
 /// `key=value,key2=value2` as the OpenTelemetry variables write them:
