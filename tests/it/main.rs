@@ -31,6 +31,7 @@ mod state;
 mod supervise;
 mod tcp;
 mod terminal;
+mod trace;
 mod usage;
 mod util;
 
