@@ -24,6 +24,9 @@ pub enum Value {
 
 pub type Attrs = Vec<(&'static str, Value)>;
 
+/// The most events the run's span keeps, as the SDKs' default span limit.
+pub const MAX_EVENTS: usize = 128;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Internal,
@@ -239,7 +242,7 @@ impl Recorder {
             if !wait.paced.is_zero() {
                 attrs.push(("retry.wait.paced", secs(wait.paced)));
             }
-            self.events.push(SpanEvent {
+            self.add_event(SpanEvent {
                 name: "retry.wait",
                 at: span.end,
                 attrs,
@@ -250,7 +253,15 @@ impl Recorder {
 
     /// Something between attempts (a hook) happened: an event on the run.
     pub fn event(&mut self, name: &'static str, at: SystemTime, attrs: Attrs) {
-        self.events.push(SpanEvent { name, at, attrs });
+        self.add_event(SpanEvent { name, at, attrs });
+    }
+
+    /// The run's events are kept up to [`MAX_EVENTS`] (a `--forever` run
+    /// must not grow without end); the give-up is added beyond it.
+    fn add_event(&mut self, event: SpanEvent) {
+        if self.events.len() < MAX_EVENTS {
+            self.events.push(event);
+        }
     }
 
     /// The run ended at `at`.

@@ -204,3 +204,35 @@ fn attempts_taken_as_they_end_are_not_sent_again() {
         Some(&Value::StrList(vec!["a:1".into(), "b:2".into()]))
     );
 }
+
+#[test]
+fn the_runs_events_are_bounded_but_the_give_up_is_kept() {
+    let mut r = recorder(Target::Tcp {
+        targets: vec![("db".into(), 5432)],
+    });
+    for n in 1..=300 {
+        r.attempt_started(n, ctx(2), at(u64::from(n) * 10));
+        r.attempt_ended(
+            &Status::Connected,
+            Verdict::Retryable,
+            at(u64::from(n) * 10 + 1),
+            Some(&wait(5)),
+        );
+        assert_eq!(r.take_attempts().len(), 1);
+    }
+    r.ended(
+        &Ending {
+            end: End::Interrupted,
+            attempts: 300,
+            exit_code: 143,
+            reason: Cow::Borrowed("interrupted by TERM"),
+            last_status: None,
+            retries_refused: 0,
+        },
+        at(5000),
+    );
+    let spans = r.finish(at(6000));
+    let run = spans.last().unwrap();
+    assert_eq!(run.events.len(), MAX_EVENTS + 1);
+    assert_eq!(run.events.last().unwrap().name, "retry.give_up");
+}
