@@ -192,3 +192,67 @@ fn a_probe_sends_each_attempts_context_in_headers() {
     assert_eq!(second["attrs"]["http.request.resend_count"], 1);
     assert_eq!(second["attrs"]["url.full"], format!("{}/probe", rx.url()));
 }
+
+#[test]
+fn the_dry_run_shows_the_trace_it_would_keep_and_sends_nothing() {
+    let rx = Receiver::start();
+    let out = retry([
+        "--dry-run",
+        "--max",
+        "2",
+        "--otlp-endpoint",
+        &format!("http://u:hunter2@127.0.0.1:{}", rx.port),
+        "--",
+        "true",
+    ])
+    .env("TRACEPARENT", PARENT)
+    .run();
+    out.expect_code(0);
+    let text = out.stdout_text();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("trace: "))
+        .expect("a trace line");
+    assert!(
+        line.contains(&format!(
+            "a child of trace {PARENT_TRACE} span {PARENT_SPAN}"
+        )),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!(
+            "spans exported to http://u:***@127.0.0.1:{}/v1/traces",
+            rx.port
+        )),
+        "{line}"
+    );
+    assert!(!text.contains("hunter2"));
+    // Without tracing, the report is as it always was.
+    let plain = retry(["--dry-run", "--max", "2", "--", "true"]).run();
+    assert!(!plain.stdout_text().contains("trace"));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(rx.spans().is_empty());
+}
+
+#[test]
+fn simulate_refuses_the_tracing_flags_in_one_line() {
+    for flag in [
+        ["--otlp-endpoint", "http://127.0.0.1:4318"],
+        ["--trace-context", "off"],
+    ] {
+        let mut args = vec!["--simulate", "10", "--outage", "5s"];
+        args.extend(flag);
+        let out = retry(args).run();
+        out.expect_code(2);
+        out.expect_usage_line(&format!(
+            "{} reports on a run, and --simulate runs nothing",
+            flag[0]
+        ));
+    }
+    // A variable set for the whole session is no reason to refuse.
+    retry(["--simulate", "10", "--outage", "5s"])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+        .env("TRACEPARENT", PARENT)
+        .run()
+        .expect_code(0);
+}

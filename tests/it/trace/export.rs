@@ -241,3 +241,31 @@ fn the_sdk_switched_off_exports_nothing_but_still_hands_on_a_child_context() {
         .expect_code(0);
     assert!(rx.spans().is_empty(), "{:?}", rx.spans());
 }
+
+#[test]
+fn forever_sends_each_attempt_as_it_ends_and_the_run_when_it_stops() {
+    let rx = Receiver::start();
+    let running = retry_sh(&["--forever", "--base", "50ms", "--cap", "50ms"], "exit 1")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", rx.url())
+        .spawn();
+    // Attempt spans arrive while the run goes on.
+    let early = rx.wait_spans(2);
+    assert!(
+        early
+            .iter()
+            .all(|s| s["span"].as_str().unwrap().starts_with("attempt ")),
+        "{early:#?}"
+    );
+    running.signal(Signal::SIGTERM);
+    running.wait().expect_code(143);
+    crate::util::wait_until(Duration::from_secs(30), "the run's span", || {
+        rx.spans().iter().any(|s| s["span"] == "retry sh")
+    });
+    let spans = rx.spans();
+    let run = named(&spans, "retry sh");
+    assert_eq!(run["attrs"]["retry.end"], "interrupted");
+    for s in spans.iter().filter(|s| s["span"] != "retry sh") {
+        assert_eq!(s["parent"], run["span_id"]);
+        assert_eq!(s["trace_id"], run["trace_id"]);
+    }
+}
