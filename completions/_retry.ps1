@@ -94,6 +94,8 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--metrics-label', '--metrics-label', [CompletionResultType]::ParameterName, 'Add a label to the metrics (Pushgateway: a grouping key), e.g. instance=$(hostname); repeatable')
             [CompletionResult]::new('--ping', '--ping', [CompletionResultType]::ParameterName, 'Ping a heartbeat monitor at URL (healthchecks.io protocol)')
             [CompletionResult]::new('--ping-file', '--ping-file', [CompletionResultType]::ParameterName, 'Read --ping''s URL from FILE (its first line), so that it never shows in ps')
+            [CompletionResult]::new('--otlp-endpoint', '--otlp-endpoint', [CompletionResultType]::ParameterName, 'Export the run''s span and one per attempt to the OTLP/HTTP receiver at URL, e.g. http://localhost:4318')
+            [CompletionResult]::new('--trace-context', '--trace-context', [CompletionResultType]::ParameterName, 'Whether each attempt gets a trace context of its own (TRACEPARENT; traceparent for --http): on (the default) or off')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour retry''s own log prefix and outcome words [default: auto]')
             [CompletionResult]::new('--ci-annotations', '--ci-annotations', [CompletionResultType]::ParameterName, 'GitHub Actions annotations for failed attempts and giving up [default: auto]')
             [CompletionResult]::new('--tcp', '--tcp', [CompletionResultType]::ParameterName, 'Wait for a TCP port: connect to HOST:PORT instead of running a command (repeatable: every target must accept once)')

@@ -91,6 +91,8 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --metrics-label 'Add a label to the metrics (Pushgateway: a grouping key), e.g. instance=$(hostname); repeatable'
             cand --ping 'Ping a heartbeat monitor at URL (healthchecks.io protocol)'
             cand --ping-file 'Read --ping''s URL from FILE (its first line), so that it never shows in ps'
+            cand --otlp-endpoint 'Export the run''s span and one per attempt to the OTLP/HTTP receiver at URL, e.g. http://localhost:4318'
+            cand --trace-context 'Whether each attempt gets a trace context of its own (TRACEPARENT; traceparent for --http): on (the default) or off'
             cand --color 'Colour retry''s own log prefix and outcome words [default: auto]'
             cand --ci-annotations 'GitHub Actions annotations for failed attempts and giving up [default: auto]'
             cand --tcp 'Wait for a TCP port: connect to HOST:PORT instead of running a command (repeatable: every target must accept once)'

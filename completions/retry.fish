@@ -69,6 +69,8 @@ complete -c retry -l metrics-job -d 'The metrics\' job label (Pushgateway: group
 complete -c retry -l metrics-label -d 'Add a label to the metrics (Pushgateway: a grouping key), e.g. instance=$(hostname); repeatable' -r
 complete -c retry -l ping -d 'Ping a heartbeat monitor at URL (healthchecks.io protocol)' -r
 complete -c retry -l ping-file -d 'Read --ping\'s URL from FILE (its first line), so that it never shows in ps' -r -F
+complete -c retry -l otlp-endpoint -d 'Export the run\'s span and one per attempt to the OTLP/HTTP receiver at URL, e.g. http://localhost:4318' -r
+complete -c retry -l trace-context -d 'Whether each attempt gets a trace context of its own (TRACEPARENT; traceparent for --http): on (the default) or off' -r
 complete -c retry -l color -d 'Colour retry\'s own log prefix and outcome words [default: auto]' -r -f -a "auto\t'decide from the surroundings'
 always\t''
 never\t''"

@@ -111,6 +111,8 @@ module completions {
     --ping: string            # Ping a heartbeat monitor at URL (healthchecks.io protocol)
     --ping-file: path         # Read --ping's URL from FILE (its first line), so that it never shows in ps
     --ping-log                # Send a summary of the run (attempts, times, the log's last lines; masked, at most 10 KB) with the final ping
+    --otlp-endpoint: string   # Export the run's span and one per attempt to the OTLP/HTTP receiver at URL, e.g. http://localhost:4318
+    --trace-context: string   # Whether each attempt gets a trace context of its own (TRACEPARENT; traceparent for --http): on (the default) or off
     --color: string@"nu-complete retry color" # Colour retry's own log prefix and outcome words [default: auto]
     --ci-annotations: string@"nu-complete retry ci_annotations" # GitHub Actions annotations for failed attempts and giving up [default: auto]
     --tcp: string             # Wait for a TCP port: connect to HOST:PORT instead of running a command (repeatable: every target must accept once)

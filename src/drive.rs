@@ -162,6 +162,16 @@ where
     for warning in &config.finish.trace.warnings {
         log.emit(&Event::Warning { message: warning });
     }
+    if let Some(tracer) = &tracer {
+        // How to find the run in a trace viewer.
+        let run = tracer.borrow().run_context();
+        let note = format!(
+            "trace {}, run span {}",
+            run.trace_id.hex(),
+            run.span_id.hex()
+        );
+        log.emit(&Event::Note { message: &note });
+    }
     let mut attempt = match make() {
         Ok(a) => a,
         Err(e) => {
