@@ -345,9 +345,14 @@ impl Export {
 }
 
 impl Output for Export {
-    fn finished<'a>(&'a mut self, _summary: &'a RunSummary, ctx: &'a mut Ctx<'_>) -> Work<'a> {
+    fn finished<'a>(&'a mut self, summary: &'a RunSummary, ctx: &'a mut Ctx<'_>) -> Work<'a> {
         Box::pin(async move {
-            let spans = self.tracer.borrow_mut().recorder.finish(SystemTime::now());
+            let spans = {
+                let recorder = &mut self.tracer.borrow_mut().recorder;
+                let end = summary.started_at + summary.duration;
+                recorder.settled(&summary.ending, end);
+                recorder.finish(SystemTime::now())
+            };
             let shown = self.options.shown.clone();
             let fail = |why: String| format!("spans not exported to {shown}: {why}");
             let left = self.clock.left().unwrap_or(super::REPORTS);

@@ -264,11 +264,20 @@ impl Recorder {
         }
     }
 
-    /// The run ended at `at`.
+    /// The run ended at `at` (the loop's last word; the first heard wins).
     pub fn ended(&mut self, ending: &Ending, at: SystemTime) {
         if self.ended.is_none() {
             self.ended = Some((at, ending.clone()));
         }
+    }
+
+    /// How the run ended, as the exit status has it: after the loop, a
+    /// result that could not be put in place may turn a success into a
+    /// failure, and a run may end before the loop starts. The time the loop
+    /// ended stays, when it did.
+    pub fn settled(&mut self, ending: &Ending, at: SystemTime) {
+        let at = self.ended.as_ref().map_or(at, |(t, _)| *t);
+        self.ended = Some((at, ending.clone()));
     }
 
     /// The attempts that ended since the last call.

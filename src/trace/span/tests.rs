@@ -236,3 +236,34 @@ fn the_runs_events_are_bounded_but_the_give_up_is_kept() {
     assert_eq!(run.events.len(), MAX_EVENTS + 1);
     assert_eq!(run.events.last().unwrap().name, "retry.give_up");
 }
+
+#[test]
+fn the_exit_status_has_the_last_word_on_how_the_run_ended() {
+    let mut r = recorder(Target::Command {
+        program: "sh".into(),
+        args: vec![],
+    });
+    let ending = |end, exit_code| Ending {
+        end,
+        attempts: 1,
+        exit_code,
+        reason: Cow::Borrowed("cannot put the result in place"),
+        last_status: None,
+        retries_refused: 0,
+    };
+    r.ended(&ending(End::Success, 0), at(10));
+    r.settled(&ending(End::Permanent, 23), at(20));
+    let run = r.finish(at(30)).pop().unwrap();
+    assert_eq!(run.end, at(10));
+    assert_eq!(attr(&run, "retry.exit_code"), Some(&Value::Int(23)));
+    assert!(matches!(run.status, SpanStatus::Error(_)));
+    // A run that ended before the loop began.
+    let mut early = recorder(Target::Command {
+        program: "sh".into(),
+        args: vec![],
+    });
+    early.settled(&ending(End::Refused, 125), at(5));
+    let run = early.finish(at(30)).pop().unwrap();
+    assert_eq!(run.end, at(5));
+    assert_eq!(attr(&run, "retry.end"), Some(&Value::Str("refused".into())));
+}
