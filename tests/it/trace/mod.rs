@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::util::{path_str, scratch, wait_for_file};
+use crate::util::{path_str, scratch};
 
 mod context;
 mod export;
@@ -50,7 +50,7 @@ impl Receiver {
         let dir = scratch();
         let out = dir.path().join("spans.jsonl");
         let port_file = dir.path().join("port");
-        let child = Command::new(python())
+        let mut child = Command::new(python())
             .arg(here("receiver.py"))
             .arg(&out)
             .arg(&port_file)
@@ -59,7 +59,15 @@ impl Receiver {
             .stdin(Stdio::null())
             .spawn()
             .expect("start the OTLP receiver (python3 with opentelemetry-proto)");
-        wait_for_file(&port_file, Duration::from_secs(30));
+        crate::util::wait_until(Duration::from_secs(30), "the receiver's port", || {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!(
+                    "receiver.py exited ({status}): {} lacks opentelemetry-proto; scripts/test.sh installs it and sets RETRY_TEST_OTEL_PYTHON",
+                    python()
+                );
+            }
+            port_file.exists()
+        });
         let port = std::fs::read_to_string(&port_file)
             .expect("port")
             .trim()
