@@ -7,10 +7,11 @@
 //! that asked for none pays nothing. Each output is a small module of its
 //! own, as each export format is in a benchmark tool: `held` (the last
 //! attempt's held output, `--hold-output` and `--last-stdout`), `textfile` and `push` (Prometheus metrics,
-//! rendered by `metrics`), `ping` (a heartbeat monitor), over the HTTP
-//! client of `client`, and `give_up` (the `--on-give-up` hook).
+//! rendered by `metrics`), `ping` (a heartbeat monitor), `trace` (the
+//! run's spans over OTLP/HTTP), over the HTTP client of `client`, and
+//! `give_up` (the `--on-give-up` hook).
 //!
-//! The reports over the network (the push and the pings) share one bound,
+//! The reports over the network (the push, the pings and the spans) share one bound,
 //! [`REPORTS`] from the end of the run, [`REPORTS_AFTER_SIGNAL`] when a
 //! signal ended it: a supervisor that stops retry (`docker stop` sends TERM
 //! and KILL 10 s later) still hears the final ping, and a monitor that
