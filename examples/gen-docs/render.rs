@@ -265,7 +265,7 @@ fn our_sections(cmd: &clap::Command) -> Roff {
         ),
         (
             "OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-            "Export the run's span and one per attempt over OTLP/HTTP (http/protobuf) to this receiver; /v1/traces is added to the first. Also read as the OpenTelemetry SDKs read them: OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_EXPORTER_OTLP_TIMEOUT (and their TRACES_ forms), OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES; OTEL_SDK_DISABLED=true and OTEL_TRACES_EXPORTER=none turn the export off.",
+            "Export the run's span and one per attempt over OTLP/HTTP (http/protobuf, or http/json) to this receiver; /v1/traces is added to the first. Also read as the OpenTelemetry SDKs read them: OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_EXPORTER_OTLP_TIMEOUT (and their TRACES_ forms), OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES; OTEL_SDK_DISABLED=true and OTEL_TRACES_EXPORTER=none turn the export off.",
         ),
     ] {
         tagged(&mut r, bold(name), meaning);

@@ -112,9 +112,10 @@ pub struct MonitorArgs {
     /// (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
     /// OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME, ...); OTEL_SDK_DISABLED=true
     /// and OTEL_TRACES_EXPORTER=none turn the export off either way. Sent in
-    /// protobuf when the run ends, within the 8 seconds the reports share (4
-    /// after a signal); a receiver that is down or slow costs a warning,
-    /// never the exit status.
+    /// protobuf (JSON with OTEL_EXPORTER_OTLP_PROTOCOL=http/json) when the
+    /// run ends, within the 8 seconds the reports share (4 after a signal);
+    /// a receiver that is down or slow costs a warning, never the exit
+    /// status.
     #[arg(long, value_name = "URL", allow_hyphen_values = true, help_heading = TRACING)]
     pub otlp_endpoint: Option<String>,
 

@@ -59,6 +59,8 @@ pub struct ExportOptions {
     pub resource: Vec<(String, String)>,
     /// `OTEL_EXPORTER_OTLP_TIMEOUT`, within the reports' bound.
     pub timeout: Duration,
+    /// `http/json` rather than `http/protobuf`.
+    pub json: bool,
 }
 
 /// The run's trace as it goes, shared by the log's [`Traced`] sink, the
@@ -196,8 +198,7 @@ impl Tracer {
         if spans.is_empty() {
             return;
         }
-        let body = otlp::encode(&spans, &origin(&stream.export));
-        let request = request(&stream.client, &stream.export, body);
+        let request = request(&stream.client, &stream.export, body(&spans, &stream.export));
         let failed = stream.failed.clone();
         let limit = stream.export.timeout.min(super::REPORTS);
         tokio::spawn(async move {
@@ -227,10 +228,16 @@ impl Tracer {
     }
 }
 
-fn origin(export: &ExportOptions) -> otlp::Origin<'_> {
-    otlp::Origin {
+/// The body of an export of `spans`, in the protocol asked for.
+fn body(spans: &[crate::trace::span::Span], export: &ExportOptions) -> Vec<u8> {
+    let origin = otlp::Origin {
         service: &export.service,
         resource: &export.resource,
+    };
+    if export.json {
+        otlp::encode_json(spans, &origin)
+    } else {
+        otlp::encode(spans, &origin)
     }
 }
 
@@ -249,10 +256,12 @@ fn request(
             headers.append(n, v);
         }
     }
-    headers.insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("application/x-protobuf"),
-    );
+    let content_type = if export.json {
+        "application/json"
+    } else {
+        "application/x-protobuf"
+    };
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
     client.post(export.url.clone()).headers(headers).body(body)
 }
 
@@ -371,7 +380,7 @@ impl Output for Export {
                     return;
                 }
             };
-            let body = otlp::encode(&spans, &origin(&self.options));
+            let body = body(&spans, &self.options);
             let size = body.len();
             let request = request(&client, &self.options, body);
             let line = match client::unless_cut(send(request, limit), ctx).await {

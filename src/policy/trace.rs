@@ -117,16 +117,17 @@ fn export(
     let protocol = env("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
         .or_else(|| env("OTEL_EXPORTER_OTLP_PROTOCOL"))
         .map(|p| p.trim().to_ascii_lowercase());
-    match protocol.as_deref() {
-        None | Some("http/protobuf") => {}
+    let json = match protocol.as_deref() {
+        None | Some("http/protobuf") => false,
+        Some("http/json") => true,
         Some(other) => {
             warnings.push(format!(
-                "OTLP protocol {}: retry sends http/protobuf only; no spans are exported",
+                "OTLP protocol {}: retry sends http/protobuf or http/json; no spans are exported",
                 crate::human::escape_controls(other)
             ));
             return None;
         }
-    }
+    };
     let mut headers = Vec::new();
     for name in [
         "OTEL_EXPORTER_OTLP_HEADERS",
@@ -176,6 +177,7 @@ fn export(
         service,
         resource,
         timeout: std::time::Duration::from_millis(timeout_ms),
+        json,
     })
 }
 

@@ -1,7 +1,9 @@
 //! Spans as OTLP's `ExportTraceServiceRequest`, in protobuf (the
 //! `http/protobuf` protocol): the few messages of
 //! `opentelemetry/proto/collector/trace/v1` and what they use, declared
-//! with prost's derive, field numbers as the `.proto` files give them.
+//! with prost's derive, field numbers as the `.proto` files give them. The
+//! same request in OTLP's JSON (`http/json`): field names in lower camel
+//! case, ids in hex, 64-bit integers as strings.
 //!
 //! Pure: spans in, bytes out.
 
@@ -136,12 +138,16 @@ pub struct Origin<'a> {
 
 /// The request body for `spans`.
 pub fn encode(spans: &[Span], origin: &Origin<'_>) -> Vec<u8> {
+    request(spans, origin).encode_to_vec()
+}
+
+fn request(spans: &[Span], origin: &Origin<'_>) -> ExportTraceServiceRequest {
     let mut resource = vec![string("service.name", origin.service)];
     resource.extend(origin.resource.iter().map(|(k, v)| string(k, v)));
     resource.push(string("telemetry.sdk.name", "retry"));
     resource.push(string("telemetry.sdk.language", "rust"));
     resource.push(string("telemetry.sdk.version", env!("CARGO_PKG_VERSION")));
-    let request = ExportTraceServiceRequest {
+    ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
             resource: Some(Resource {
                 attributes: resource,
@@ -154,8 +160,76 @@ pub fn encode(spans: &[Span], origin: &Origin<'_>) -> Vec<u8> {
                 spans: spans.iter().map(span).collect(),
             }],
         }],
+    }
+}
+
+/// The request body for `spans` in OTLP/JSON.
+pub fn encode_json(spans: &[Span], origin: &Origin<'_>) -> Vec<u8> {
+    use serde_json::{Value as J, json};
+    let attrs = |list: &[KeyValue]| -> J {
+        list.iter()
+            .map(|kv| json!({ "key": kv.key, "value": kv.value.as_ref().map(any_json) }))
+            .collect()
     };
-    request.encode_to_vec()
+    let request = request(spans, origin);
+    let hex = super::context::hex;
+    let body: Vec<J> = request
+        .resource_spans
+        .iter()
+        .map(|rs| {
+            let scopes: Vec<J> = rs
+                .scope_spans
+                .iter()
+                .map(|ss| {
+                    let scope = ss.scope.clone().unwrap_or_default();
+                    let spans: Vec<J> = ss
+                        .spans
+                        .iter()
+                        .map(|s| {
+                            json!({
+                                "traceId": hex(&s.trace_id),
+                                "spanId": hex(&s.span_id),
+                                "traceState": s.trace_state,
+                                "parentSpanId": hex(&s.parent_span_id),
+                                "flags": s.flags,
+                                "name": s.name,
+                                "kind": s.kind,
+                                "startTimeUnixNano": s.start_time_unix_nano.to_string(),
+                                "endTimeUnixNano": s.end_time_unix_nano.to_string(),
+                                "attributes": attrs(&s.attributes),
+                                "events": s.events.iter().map(|e| json!({
+                                    "timeUnixNano": e.time_unix_nano.to_string(),
+                                    "name": e.name,
+                                    "attributes": attrs(&e.attributes),
+                                })).collect::<Vec<_>>(),
+                                "status": s.status.as_ref().map_or(json!({}), |st| {
+                                    json!({ "message": st.message, "code": st.code })
+                                }),
+                            })
+                        })
+                        .collect();
+                    json!({ "scope": { "name": scope.name, "version": scope.version }, "spans": spans })
+                })
+                .collect();
+            let resource = rs.resource.clone().unwrap_or_default();
+            json!({ "resource": { "attributes": attrs(&resource.attributes) }, "scopeSpans": scopes })
+        })
+        .collect();
+    serde_json::to_vec(&json!({ "resourceSpans": body })).unwrap_or_default()
+}
+
+/// An attribute's value in OTLP/JSON.
+fn any_json(v: &AnyValue) -> serde_json::Value {
+    use serde_json::json;
+    match &v.value {
+        Some(AnyKind::String(s)) => json!({ "stringValue": s }),
+        Some(AnyKind::Int(i)) => json!({ "intValue": i.to_string() }),
+        Some(AnyKind::Double(d)) => json!({ "doubleValue": d }),
+        Some(AnyKind::Array(a)) => {
+            json!({ "arrayValue": { "values": a.values.iter().map(any_json).collect::<Vec<_>>() } })
+        }
+        None => json!({}),
+    }
 }
 
 fn span(s: &Span) -> OtlpSpan {

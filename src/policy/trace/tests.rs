@@ -97,7 +97,7 @@ fn what_an_sdk_would_ignore_is_one_warning_and_no_export() {
                 ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://x"),
                 ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
             ],
-            "OTLP protocol grpc: retry sends http/protobuf only; no spans are exported",
+            "OTLP protocol grpc: retry sends http/protobuf or http/json; no spans are exported",
         ),
         (
             vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318")],
@@ -146,6 +146,16 @@ fn headers_resource_and_service_are_read_as_the_sdks_read_them() {
         [("deployment.environment".to_string(), "prod".to_string())]
     );
     assert_eq!(e.timeout, std::time::Duration::from_millis(2500));
+    assert!(!e.json);
+    let json = opts(
+        &["--otlp-endpoint", "http://x"],
+        &[
+            ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/json"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        ],
+    )
+    .unwrap();
+    assert!(json.export.unwrap().json);
     let named = opts(
         &["--otlp-endpoint", "http://x"],
         &[

@@ -74,3 +74,39 @@ fn field_numbers_are_the_proto_files() {
     assert!(find(&[0x85, 0x01, 1, 0, 0, 0]));
     assert!(find(&[0x22, 0x08, 0xef]));
 }
+
+#[test]
+fn the_json_form_has_hex_ids_and_integers_as_strings() {
+    let origin = Origin {
+        service: "deploy",
+        resource: &[],
+    };
+    let body = encode_json(&[sample()], &origin);
+    let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    let rs = &v["resourceSpans"][0];
+    assert_eq!(
+        rs["resource"]["attributes"][0],
+        serde_json::json!({"key": "service.name", "value": {"stringValue": "deploy"}})
+    );
+    let span = &rs["scopeSpans"][0]["spans"][0];
+    assert_eq!(span["traceId"], "ab".repeat(16));
+    assert_eq!(span["spanId"], "cd".repeat(8));
+    assert_eq!(span["parentSpanId"], "ef".repeat(8));
+    assert_eq!(span["startTimeUnixNano"], "1000000001");
+    assert_eq!(span["kind"], 3);
+    assert_eq!(span["flags"], 1);
+    assert_eq!(span["status"]["code"], 2);
+    assert_eq!(
+        span["attributes"][0]["value"],
+        serde_json::json!({"intValue": "1"})
+    );
+    assert_eq!(
+        span["attributes"][1]["value"],
+        serde_json::json!({"doubleValue": 0.5})
+    );
+    assert_eq!(
+        span["attributes"][2]["value"],
+        serde_json::json!({"arrayValue": {"values": [{"stringValue": "sh"}]}})
+    );
+    assert_eq!(span["events"][0]["timeUnixNano"], "3");
+}

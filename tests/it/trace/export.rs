@@ -269,3 +269,25 @@ fn forever_sends_each_attempt_as_it_ends_and_the_run_when_it_stops() {
         assert_eq!(s["trace_id"], run["trace_id"]);
     }
 }
+
+#[test]
+fn http_json_carries_the_same_spans() {
+    let rx = Receiver::start();
+    retry_sh(&["--max", "2", "--base", "10ms"], "exit 5")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", rx.url())
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json")
+        .env("TRACEPARENT", PARENT)
+        .run()
+        .expect_code(5);
+    let spans = rx.wait_spans(3);
+    let run = named(&spans, "retry sh");
+    assert_eq!(run["headers"]["content-type"], "application/json");
+    assert_eq!(run["parent"], PARENT_SPAN);
+    assert_eq!(run["trace_id"], PARENT_TRACE);
+    let first = named(&spans, "attempt 1");
+    assert_eq!(first["parent"], run["span_id"]);
+    assert_eq!(first["attrs"]["process.exit.code"], 5);
+    assert_eq!(first["attrs"]["retry.wait.ceiling"], 0.01);
+    assert_eq!(first["status"]["code"], 2);
+    assert!(first["end"].as_u64() > first["start"].as_u64());
+}

@@ -1,6 +1,8 @@
 """An OTLP/HTTP receiver for retry's tests, on 127.0.0.1.
 
-Each POST is decoded with the official opentelemetry-proto package and
+Each POST (protobuf, or OTLP/JSON: its hex ids turned into the base64 that
+protobuf's JSON mapping reads) is decoded with the official
+opentelemetry-proto package and
 written to OUT as one JSON line per span (ids in hex, attributes as plain
 values, the request's path and headers beside). A GET is an HTTP probe's
 request: its headers are written as a line of their own, and it is answered
@@ -11,12 +13,15 @@ seconds late.
 usage: receiver.py OUT PORT_FILE [DELAY] [FAIL]
 """
 
+import base64
 import json
 import os
 import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from google.protobuf import json_format
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -48,7 +53,16 @@ class Handler(BaseHTTPRequestHandler):
         if DELAY:
             time.sleep(DELAY)
         request = ExportTraceServiceRequest()
-        request.ParseFromString(body)
+        if self.headers.get("content-type") == "application/json":
+            doc = json.loads(body)
+            for rs in doc.get("resourceSpans", []):
+                for ss in rs.get("scopeSpans", []):
+                    for s in ss.get("spans", []):
+                        for key in ("traceId", "spanId", "parentSpanId"):
+                            s[key] = base64.b64encode(bytes.fromhex(s.get(key, ""))).decode()
+            json_format.ParseDict(doc, request)
+        else:
+            request.ParseFromString(body)
         headers = {k.lower(): v for k, v in self.headers.items()}
         for rs in request.resource_spans:
             resource = {kv.key: value(kv.value) for kv in rs.resource.attributes}
