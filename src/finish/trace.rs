@@ -178,10 +178,15 @@ impl Tracer {
                 status,
                 verdict,
                 next,
+                duration,
                 ..
             } => {
-                self.recorder
-                    .attempt_ended(status, *verdict, now, next.as_ref());
+                self.recorder.attempt_ended(
+                    status,
+                    *verdict,
+                    (now, Some(*duration)),
+                    next.as_ref(),
+                );
                 self.send_attempts();
             }
             Event::Done { ending, .. } => self.recorder.ended(ending, now),

@@ -194,19 +194,24 @@ impl Recorder {
         });
     }
 
-    /// The attempt running ended at `at`, judged `verdict`; `next` is the
-    /// wait before the next one, if there is one.
+    /// The attempt running ended at `at`, after running `ran` by the loop's
+    /// measure (which the log shows; `at` may be later, by the cleanup of
+    /// what the attempt left behind), judged `verdict`; `next` is the wait
+    /// before the next one, if there is one.
     pub fn attempt_ended(
         &mut self,
         status: &Status,
         verdict: Verdict,
-        at: SystemTime,
+        (at, ran): (SystemTime, Option<Duration>),
         next: Option<&Wait>,
     ) {
         let Some(mut span) = self.open.take() else {
             return;
         };
-        span.end = at.max(span.start);
+        span.end = match ran {
+            Some(ran) => span.start + ran,
+            None => at.max(span.start),
+        };
         let classification = match verdict {
             Verdict::Success => "success",
             Verdict::Retryable => "retryable",

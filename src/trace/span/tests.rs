@@ -52,14 +52,21 @@ fn a_run_that_gave_up_has_a_failed_span_per_attempt_and_the_waits_between() {
         args: vec!["-u".into(), "***".into()],
     });
     r.attempt_started(1, ctx(2), at(10));
+    // The loop's measure wins over the time the event came (after the
+    // leftovers were stopped).
     r.attempt_ended(
         &Status::Exited(7),
         Verdict::Retryable,
-        at(20),
+        (at(23), Some(Duration::from_millis(10))),
         Some(&wait(500)),
     );
     r.attempt_started(2, ctx(3), at(520));
-    r.attempt_ended(&Status::Exited(7), Verdict::Retryable, at(530), None);
+    r.attempt_ended(
+        &Status::Exited(7),
+        Verdict::Retryable,
+        (at(530), None),
+        None,
+    );
     let ending = Ending {
         end: End::Exhausted,
         attempts: 2,
@@ -129,7 +136,7 @@ fn a_success_is_no_error_and_http_attempts_count_their_resends() {
             retry_after: None,
         },
         Verdict::Retryable,
-        at(5),
+        (at(5), None),
         Some(&wait(10)),
     );
     r.attempt_started(2, ctx(3), at(15));
@@ -139,7 +146,7 @@ fn a_success_is_no_error_and_http_attempts_count_their_resends() {
             retry_after: None,
         },
         Verdict::Success,
-        at(20),
+        (at(20), None),
         None,
     );
     r.ended(
@@ -194,7 +201,7 @@ fn attempts_taken_as_they_end_are_not_sent_again() {
         targets: vec![("a".into(), 1), ("b".into(), 2)],
     });
     r.attempt_started(1, ctx(2), at(0));
-    r.attempt_ended(&Status::Connected, Verdict::Success, at(1), None);
+    r.attempt_ended(&Status::Connected, Verdict::Success, (at(1), None), None);
     assert_eq!(r.take_attempts().len(), 1);
     assert!(r.take_attempts().is_empty());
     let spans = r.finish(at(2));
@@ -215,7 +222,7 @@ fn the_runs_events_are_bounded_but_the_give_up_is_kept() {
         r.attempt_ended(
             &Status::Connected,
             Verdict::Retryable,
-            at(u64::from(n) * 10 + 1),
+            (at(u64::from(n) * 10 + 1), None),
             Some(&wait(5)),
         );
         assert_eq!(r.take_attempts().len(), 1);

@@ -92,6 +92,16 @@ fn the_incoming_parent_the_run_the_attempts_and_the_commands_own_spans_are_one_t
         gap >= delay_ms - 1.0 && gap < delay_ms + 1000.0,
         "gap {gap} ms, wait {delay_ms} ms"
     );
+    // Each attempt span lasts what the log says the attempt took.
+    let logged: Vec<f64> = log
+        .iter()
+        .filter(|l| l["event"] == "attempt")
+        .map(|l| l["duration_ms"].as_f64().unwrap())
+        .collect();
+    for (span, ms) in attempts.iter().zip(&logged) {
+        let lasted = ms_between(&span["end"], &span["start"]);
+        assert!((lasted - ms).abs() < 0.01, "span {lasted} ms, log {ms} ms");
+    }
     let wait = &run["events"][0];
     assert_eq!(wait["name"], "retry.wait");
     // The attempts lie within the run.
