@@ -301,3 +301,23 @@ fn http_json_carries_the_same_spans() {
     assert_eq!(first["status"]["code"], 2);
     assert!(first["end"].as_u64() > first["start"].as_u64());
 }
+
+#[test]
+fn a_tcp_probe_names_its_server() {
+    let rx = Receiver::start();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a listener");
+    let port = listener.local_addr().unwrap().port();
+    retry(["--max", "1", "--tcp", &format!("127.0.0.1:{port}")])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", rx.url())
+        .run()
+        .expect_code(0);
+    let spans = rx.wait_spans(2);
+    let run = named(&spans, "retry tcp");
+    let attempt = named(&spans, "attempt 1");
+    for span in [run, attempt] {
+        assert_eq!(span["attrs"]["server.address"], "127.0.0.1");
+        assert_eq!(span["attrs"]["server.port"], port);
+    }
+    assert_eq!(attempt["kind"], 3);
+    assert_eq!(attempt["attrs"]["retry.classification"], "success");
+}
