@@ -98,6 +98,8 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--ping-file', '--ping-file', [CompletionResultType]::ParameterName, 'Read --ping''s URL from FILE (its first line), so that it never shows in ps')
             [CompletionResult]::new('--report', '--report', [CompletionResultType]::ParameterName, 'Write a JSON report of the run to FILE when it ends (attempts, exit status, outcome, times, seed)')
             [CompletionResult]::new('--github-output', '--github-output', [CompletionResultType]::ParameterName, 'Append the report as step outputs (key=value lines) to the file GITHUB_OUTPUT names [default: auto]')
+            [CompletionResult]::new('--otlp-endpoint', '--otlp-endpoint', [CompletionResultType]::ParameterName, 'Export the run''s span and one per attempt to the OTLP/HTTP receiver at URL, e.g. http://localhost:4318')
+            [CompletionResult]::new('--trace-context', '--trace-context', [CompletionResultType]::ParameterName, 'Whether each attempt gets a trace context of its own (TRACEPARENT; traceparent for --http): on (the default) or off')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour retry''s own log prefix and outcome words [default: auto]')
             [CompletionResult]::new('--ci-annotations', '--ci-annotations', [CompletionResultType]::ParameterName, 'GitHub Actions annotations for failed attempts and giving up [default: auto]')
             [CompletionResult]::new('--tcp', '--tcp', [CompletionResultType]::ParameterName, 'Wait for a TCP port: connect to HOST:PORT instead of running a command (repeatable: every target must accept once)')

@@ -95,6 +95,8 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --ping-file 'Read --ping''s URL from FILE (its first line), so that it never shows in ps'
             cand --report 'Write a JSON report of the run to FILE when it ends (attempts, exit status, outcome, times, seed)'
             cand --github-output 'Append the report as step outputs (key=value lines) to the file GITHUB_OUTPUT names [default: auto]'
+            cand --otlp-endpoint 'Export the run''s span and one per attempt to the OTLP/HTTP receiver at URL, e.g. http://localhost:4318'
+            cand --trace-context 'Whether each attempt gets a trace context of its own (TRACEPARENT; traceparent for --http): on (the default) or off'
             cand --color 'Colour retry''s own log prefix and outcome words [default: auto]'
             cand --ci-annotations 'GitHub Actions annotations for failed attempts and giving up [default: auto]'
             cand --tcp 'Wait for a TCP port: connect to HOST:PORT instead of running a command (repeatable: every target must accept once)'

@@ -75,6 +75,8 @@ complete -c retry -l report -d 'Write a JSON report of the run to FILE when it e
 complete -c retry -l github-output -d 'Append the report as step outputs (key=value lines) to the file GITHUB_OUTPUT names [default: auto]' -r -f -a "auto\t'decide from the surroundings'
 always\t''
 never\t''"
+complete -c retry -l otlp-endpoint -d 'Export the run\'s span and one per attempt to the OTLP/HTTP receiver at URL, e.g. http://localhost:4318' -r
+complete -c retry -l trace-context -d 'Whether each attempt gets a trace context of its own (TRACEPARENT; traceparent for --http): on (the default) or off' -r
 complete -c retry -l color -d 'Colour retry\'s own log prefix and outcome words [default: auto]' -r -f -a "auto\t'decide from the surroundings'
 always\t''
 never\t''"

@@ -119,6 +119,8 @@ module completions {
     --ping-log                # Send a summary of the run (attempts, times, the log's last lines; masked, at most 10 KB) with the final ping
     --report: path            # Write a JSON report of the run to FILE when it ends (attempts, exit status, outcome, times, seed)
     --github-output: string@"nu-complete retry github_output" # Append the report as step outputs (key=value lines) to the file GITHUB_OUTPUT names [default: auto]
+    --otlp-endpoint: string   # Export the run's span and one per attempt to the OTLP/HTTP receiver at URL, e.g. http://localhost:4318
+    --trace-context: string   # Whether each attempt gets a trace context of its own (TRACEPARENT; traceparent for --http): on (the default) or off
     --color: string@"nu-complete retry color" # Colour retry's own log prefix and outcome words [default: auto]
     --ci-annotations: string@"nu-complete retry ci_annotations" # GitHub Actions annotations for failed attempts and giving up [default: auto]
     --tcp: string             # Wait for a TCP port: connect to HOST:PORT instead of running a command (repeatable: every target must accept once)

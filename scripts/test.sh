@@ -102,6 +102,9 @@ command -v perl >/dev/null || need+=(perl-base)
 command -v openssl >/dev/null || need+=(openssl)
 [ -x /usr/bin/time ] || need+=(time)
 command -v python3 >/dev/null || need+=(python3)
+# The tracing tests' receiver and traced command (below) live in a virtual
+# environment of their own.
+python3 -m venv --help >/dev/null 2>&1 || need+=(python3-venv)
 command -v unshare >/dev/null || need+=(util-linux)
 # --last-stdout's tests: a real curl download cut off midway, and jq reading
 # the one document a pipeline gets.
@@ -212,6 +215,18 @@ if ! command -v check-jsonschema >/dev/null; then
   python3 -m pip install -q check-jsonschema 2>/dev/null ||
     python3 -m pip install -q --break-system-packages check-jsonschema
 fi
+
+# The tracing tests (tests/it/trace/): an OTLP/HTTP receiver that decodes
+# with the official opentelemetry-proto package, and a command that exports
+# its own span with the OpenTelemetry Python SDK and its OTLP exporter, all
+# from PyPI into a virtual environment kept beside the build.
+otel_python="$(pwd)/${CARGO_TARGET_DIR:-target}/otel-python"
+case ${CARGO_TARGET_DIR:-} in /*) otel_python="$CARGO_TARGET_DIR/otel-python" ;; esac
+if ! "$otel_python/bin/python" -c 'import opentelemetry.proto, opentelemetry.sdk, opentelemetry.exporter.otlp.proto.http' 2>/dev/null; then
+  python3 -m venv "$otel_python"
+  "$otel_python/bin/pip" install --quiet opentelemetry-proto opentelemetry-sdk opentelemetry-exporter-otlp-proto-http
+fi
+export RETRY_TEST_OTEL_PYTHON="$otel_python/bin/python"
 
 # Strict (CI set and not empty, or RETRY_TEST_STRICT=1; RETRY_TEST_STRICT=0
 # turns it off): a test that lacks a precondition it cannot install (root,

@@ -5,6 +5,8 @@
 //! breaker told of the end, and one account of how the run ended for the
 //! exit status and every output.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::Instant;
 
 use crate::attempt::{self, hook};
@@ -12,12 +14,14 @@ use crate::classify;
 use crate::event::{End, Ending, Event};
 use crate::exit;
 use crate::finish;
+use crate::finish::trace::{Traced, TracedStep, Tracer};
 use crate::log::Logger;
-use crate::policy::Config;
+use crate::policy::{Config, Mode};
 use crate::rng;
 use crate::run;
 use crate::signals;
 use crate::state;
+use crate::trace::span::{RunInfo, Target};
 
 /// What the end-of-run outputs will need (the metrics file's directory),
 /// checked before anything runs or is created: the usage error's status.
@@ -75,7 +79,12 @@ where
     };
     let code = runtime.block_on(async {
         let deadline = config.policy.max_time.and_then(|d| started.checked_add(d));
-        let mut outputs = finish::Outputs::new(&config.finish);
+        let tracer = finish::trace::Tracer::new(
+            &config.finish.trace,
+            trace_info(config, shown, seed),
+            started_at,
+        );
+        let mut outputs = finish::Outputs::new(&config.finish, tracer.as_ref());
         let (mut signals, ending) = match signals::Signals::install() {
             Ok(mut signals) => {
                 let ending = run_to_end(
@@ -86,6 +95,7 @@ where
                     rng,
                     &mut signals,
                     &mut outputs,
+                    tracer,
                     deadline,
                     make,
                     deliver,
@@ -137,6 +147,7 @@ async fn run_to_end<A, F, D>(
     rng: &mut rng::JitterRng,
     signals: &mut signals::Signals,
     outputs: &mut finish::Outputs,
+    tracer: Option<Rc<RefCell<Tracer>>>,
     deadline: Option<Instant>,
     make: F,
     deliver: D,
@@ -148,6 +159,19 @@ where
 {
     if config.warn_nested {
         warn_nested(log, config);
+    }
+    for warning in &config.finish.trace.warnings {
+        log.emit(&Event::Warning { message: warning });
+    }
+    if let Some(tracer) = &tracer {
+        // How to find the run in a trace viewer.
+        let run = tracer.borrow().run_context();
+        let note = format!(
+            "trace {}, run span {}",
+            run.trace_id.hex(),
+            run.span_id.hex()
+        );
+        log.emit(&Event::Note { message: &note });
     }
     let mut attempt = match make() {
         Ok(a) => a,
@@ -193,7 +217,14 @@ where
         Ok(s) => s,
         Err(stop) => return state_stopped(stop, log),
     };
-    let mut between = config.on_retry.as_ref().map(hook::Runner::new);
+    let mut between = TracedStep {
+        step: config.on_retry.as_ref().map(hook::Runner::new),
+        tracer: tracer.clone(),
+    };
+    let mut traced = Traced {
+        log: &mut *log,
+        tracer,
+    };
     let mut ending = run::run(
         &config.policy,
         &mut attempt,
@@ -201,7 +232,7 @@ where
         &run::TokioClock,
         rng,
         signals,
-        log,
+        &mut traced,
         &mut state,
     )
     .await;
@@ -283,4 +314,35 @@ fn warn_nested(log: &mut Logger, config: &Config) {
         ),
     };
     log.emit(&Event::Warning { message: &msg });
+}
+
+/// What the run's span says of the run: what is retried (as the log shows
+/// it, secrets masked), the seed, the jitter kind, the attempts allowed.
+fn trace_info(config: &Config, shown: &[std::ffi::OsString], seed: u64) -> RunInfo {
+    let target = match &config.mode {
+        Mode::Http { request } => Target::Http {
+            method: request.method.to_string(),
+            url: crate::mask::url(request.url.as_str()),
+        },
+        Mode::Tcp { probe } => Target::Tcp {
+            targets: probe
+                .targets
+                .iter()
+                .map(|t| (t.host.clone(), t.port))
+                .collect(),
+        },
+        _ => {
+            let mut words = shown.iter().map(|w| w.to_string_lossy().into_owned());
+            Target::Command {
+                program: words.next().unwrap_or_default(),
+                args: words.collect(),
+            }
+        }
+    };
+    RunInfo {
+        target,
+        seed,
+        jitter: config.policy.delay.jitter.name(),
+        max_attempts: config.policy.max_attempts,
+    }
 }

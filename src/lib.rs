@@ -35,6 +35,7 @@ pub mod signame;
 pub mod sim;
 pub mod state;
 pub mod stdio;
+pub mod trace;
 pub mod wait;
 
 use std::time::Instant;

@@ -28,6 +28,7 @@ mod sim;
 mod size;
 mod state;
 mod tcp;
+mod trace;
 use duration::{Dur, DurError};
 pub use http::{parse_header, parse_statuses};
 pub use sim::SimOptions;
@@ -249,6 +250,7 @@ impl Config {
         let finish = FinishOptions {
             hold: process.hold.clone(),
             on_give_up,
+            trace: trace::options(&cli, &mode, &|name| std::env::var(name).ok())?,
             ..monitor::options(&cli, &names, &mode)?
         };
         Ok(Config {

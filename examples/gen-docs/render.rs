@@ -292,6 +292,14 @@ fn our_sections(cmd: &clap::Command) -> Roff {
             "HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY",
             "HTTP mode: the proxy to use, and hosts reached without one (also in lower case).",
         ),
+        (
+            "TRACEPARENT, TRACESTATE, BAGGAGE",
+            "The W3C trace context the run is a child of. An invalid value is ignored with one warning.",
+        ),
+        (
+            "OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "Export the run's span and one per attempt over OTLP/HTTP (http/protobuf, or http/json) to this receiver; /v1/traces is added to the first. Also read as the OpenTelemetry SDKs read them: OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_EXPORTER_OTLP_TIMEOUT (and their TRACES_ forms), OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES; OTEL_SDK_DISABLED=true and OTEL_TRACES_EXPORTER=none turn the export off.",
+        ),
     ] {
         tagged(&mut r, bold(name), meaning);
     }
@@ -309,6 +317,10 @@ fn our_sections(cmd: &clap::Command) -> Roff {
         (
             "RETRY_DEPTH",
             "How deeply retry invocations nest: 1 in a direct child. A retry that finds it set warns once that attempts multiply (see --nested).",
+        ),
+        (
+            "TRACEPARENT",
+            "When the run keeps a trace, the attempt's own span (TRACESTATE and BAGGAGE passed on beside it); see --trace-context.",
         ),
     ] {
         tagged(&mut r, bold(name), meaning);

@@ -276,6 +276,8 @@ impl<'t> HttpAttempt<'t> {
         let mut url = self.url.clone();
         let mut method = self.method.clone();
         let mut headers = self.headers.clone();
+        // This attempt's span, for the server's own.
+        super::carrier::add_headers(&mut headers);
         let mut body = self.body.as_ref();
         if let Some((from, validator)) = range {
             headers.insert(RANGE, resume::range_from(from));

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use crate::classify::{Limit, OutputMatch, Status};
 use crate::signals::Signals;
 
+pub mod carrier;
 mod children;
 pub mod hold;
 pub mod hook;

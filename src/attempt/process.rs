@@ -235,6 +235,8 @@ impl Attempt for ProcessAttempt {
         if let Some(v) = crate::state::child_state_var() {
             env.push(("RETRY_STATE", v));
         }
+        // The attempt's own span (for a hook, the attempt it follows).
+        env.extend(super::carrier::env());
         let hook = self.hook_env.is_some();
         if !foreground {
             // Once per run; without it (no process slot to spare) only the

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::{ArgAction, Args};
 
 const HEADING: &str = "Monitoring";
+const TRACING: &str = "Tracing";
 
 #[derive(Debug, Args)]
 pub struct MonitorArgs {
@@ -131,4 +132,29 @@ pub struct MonitorArgs {
         help_heading = HEADING
     )]
     pub github_output: Option<super::WhenArg>,
+
+    /// Export the run's span and one per attempt to the OTLP/HTTP receiver at URL, e.g. http://localhost:4318
+    ///
+    /// retry adds /v1/traces to a URL without a path, and uses any other
+    /// as it is. Without this flag, the OpenTelemetry variables decide
+    /// (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+    /// OTEL_EXPORTER_OTLP_HEADERS, OTEL_SERVICE_NAME, ...); OTEL_SDK_DISABLED=true
+    /// and OTEL_TRACES_EXPORTER=none turn the export off either way. Sent in
+    /// protobuf (JSON with OTEL_EXPORTER_OTLP_PROTOCOL=http/json) when the
+    /// run ends, within the 8 seconds the reports share (4 after a signal);
+    /// a receiver that is down or slow costs a warning, never the exit
+    /// status.
+    #[arg(long, value_name = "URL", allow_hyphen_values = true, help_heading = TRACING)]
+    pub otlp_endpoint: Option<String>,
+
+    /// Whether each attempt gets a trace context of its own (TRACEPARENT; traceparent for --http): on (the default) or off
+    ///
+    /// With on, a command sees TRACEPARENT naming its attempt's span, with
+    /// TRACESTATE and BAGGAGE passed on unchanged, and an --http probe sends
+    /// the traceparent, tracestate and baggage headers, whenever the run
+    /// keeps a trace: it exports one, or it was given a valid TRACEPARENT.
+    /// With off, attempts get retry's own environment as it is, and no
+    /// header.
+    #[arg(long, value_name = "on|off", allow_hyphen_values = true, help_heading = TRACING)]
+    pub trace_context: Option<String>,
 }

@@ -7,17 +7,18 @@
 //! that asked for none pays nothing. Each output is a small module of its
 //! own, as each export format is in a benchmark tool: `held` (the last
 //! attempt's held output, `--hold-output` and `--last-stdout`), `textfile` and `push` (Prometheus metrics,
-//! rendered by `metrics`), `ping` (a heartbeat monitor), over the HTTP
-//! client of `client`, `report` (`--report` and GitHub Actions step
-//! outputs) and `give_up` (the `--on-give-up` hook).
+//! rendered by `metrics`), `ping` (a heartbeat monitor), `trace` (the
+//! run's spans over OTLP/HTTP), over the HTTP client of `client`, `report`
+//! (`--report` and GitHub Actions step outputs) and `give_up` (the
+//! `--on-give-up` hook).
 //!
-//! The reports over the network (the push and the pings) share one bound,
+//! The reports over the network (the push, the pings and the spans) share one bound,
 //! [`REPORTS`] from the end of the run, [`REPORTS_AFTER_SIGNAL`] when a
 //! signal ended it: a supervisor that stops retry (`docker stop` sends TERM
 //! and KILL 10 s later) still hears the final ping, and a monitor that
 //! hangs never holds the exit longer. [`ReportClock`] carries it to them.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -39,6 +40,7 @@ pub mod ping;
 mod push;
 pub mod report;
 mod textfile;
+pub mod trace;
 
 /// What the end-of-run outputs know of a run: how it ended (the same
 /// account the log's `done` line and the exit status come from) and when.
@@ -137,6 +139,9 @@ pub struct FinishOptions {
     pub ping: Option<ping::PingOptions>,
     /// `--report`, GitHub Actions step outputs.
     pub report: report::ReportOptions,
+
+    /// The trace context and the export of spans.
+    pub trace: trace::TraceOptions,
 }
 
 /// What the outputs need checked before anything runs (the metrics file's
@@ -159,8 +164,9 @@ pub struct Outputs {
 }
 
 impl Outputs {
-    /// The outputs `options` ask for.
-    pub fn new(options: &FinishOptions) -> Outputs {
+    /// The outputs `options` ask for; `tracer` holds the run's spans when
+    /// it keeps a trace.
+    pub fn new(options: &FinishOptions, tracer: Option<&Rc<RefCell<trace::Tracer>>>) -> Outputs {
         let mut outputs = Outputs::default();
         // The command's held output first; the give-up hook, which may take
         // its time, last.
@@ -187,6 +193,12 @@ impl Outputs {
         if let Some(p) = &options.ping {
             let ping = ping::Ping::new(p).with_clock(outputs.clock.clone());
             outputs.push(Box::new(ping));
+        }
+        // Before the give-up hook, which may take its time: the spans share
+        // the reports' bound.
+        if let (Some(export), Some(tracer)) = (&options.trace.export, tracer) {
+            let export = trace::Export::new(export.clone(), tracer.clone(), outputs.clock.clone());
+            outputs.push(Box::new(export));
         }
         if let Some(hook) = &options.on_give_up {
             outputs.push(Box::new(give_up::GiveUp::new(hook)));
@@ -253,7 +265,7 @@ mod tests {
             .build()
             .unwrap();
         let seen = Rc::new(RefCell::new(Vec::new()));
-        let mut outputs = Outputs::new(&FinishOptions::default());
+        let mut outputs = Outputs::new(&FinishOptions::default(), None);
         assert!(outputs.is_empty());
         outputs.push(Box::new(Recorder(seen.clone())));
         outputs.push(Box::new(Recorder(seen.clone())));

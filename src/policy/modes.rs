@@ -465,6 +465,21 @@ const FLAGS: &[Flag] = &[
         .monitor
         .github_output
         .is_some()),
+    // Tracing: a dry run shows the trace it would start.
+    row!(
+        "otlp_endpoint",
+        "--otlp-endpoint",
+        Report,
+        REAL | DRY_RUN,
+        |c| c.monitor.otlp_endpoint.is_some()
+    ),
+    row!(
+        "trace_context",
+        "--trace-context",
+        Report,
+        REAL | DRY_RUN,
+        |c| c.monitor.trace_context.is_some()
+    ),
 ];
 
 /// The mode the flags choose, and whether it is only previewed.

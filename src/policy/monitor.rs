@@ -194,7 +194,7 @@ fn names_a_host(s: &str) -> bool {
 }
 
 /// An http(s) URL with a host; `shown` is how a message may show `s`.
-fn web_url(s: &str, shown: &str, flag: &str, form: &str) -> Result<Url, UsageError> {
+pub(super) fn web_url(s: &str, shown: &str, flag: &str, form: &str) -> Result<Url, UsageError> {
     if super::looks_like_an_option(s) {
         return Err(super::missing_value(flag, s, form));
     }

@@ -33,6 +33,7 @@ mod state;
 mod supervise;
 mod tcp;
 mod terminal;
+mod trace;
 mod usage;
 mod util;
 
