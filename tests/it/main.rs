@@ -22,6 +22,7 @@ mod output;
 mod pki;
 mod process;
 mod pty;
+mod readers;
 mod replay;
 mod ship;
 mod sim;
