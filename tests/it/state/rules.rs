@@ -279,3 +279,56 @@ fn rediss_urls_speak_tls_and_check_the_certificate() {
         out.stdout_text()
     );
 }
+
+#[test]
+fn rediss_certificate_errors_read_as_words_not_the_librarys_names() {
+    // Untrusted: the words HTTP mode uses, not `UnknownIssuer`.
+    let (redis, _ca) = Redis::tls();
+    let out = retry_sh(&super::needs_the_store(&redis.url), "exit 0").run();
+    out.expect_code(125);
+    let err = out.stderr_text();
+    assert!(
+        err.contains("not signed by a known authority (SSL_CERT_FILE adds trust anchors)"),
+        "{err}"
+    );
+    assert!(!err.contains("UnknownIssuer"), "{err}");
+    // The CA's own certificate as the server's, trusted as it is: named as
+    // such, not `Other(OtherError(CaUsedAsEndEntity))`.
+    let pki = crate::pki::Pki::new();
+    let d = pki.dir.path();
+    let port = crate::util::free_port();
+    let (port_s, cert, key) = (
+        port.to_string(),
+        path_str(&d.join("ca.pem")),
+        path_str(&d.join("ca.key")),
+    );
+    let args = [
+        "--port",
+        "0",
+        "--tls-port",
+        &port_s,
+        "--bind",
+        "127.0.0.1",
+        "--tls-cert-file",
+        &cert,
+        "--tls-key-file",
+        &key,
+        "--tls-auth-clients",
+        "no",
+    ];
+    let mut child = super::server(d, &args);
+    crate::util::wait_for_port(port, Duration::from_secs(10), "redis-server (TLS)");
+    let url = format!("rediss://127.0.0.1:{port}/0");
+    let out = retry_sh(&super::needs_the_store(&url), "exit 0")
+        .env("SSL_CERT_FILE", d.join("ca.pem"))
+        .run();
+    let _ = child.kill();
+    let _ = child.wait();
+    out.expect_code(125);
+    let err = out.stderr_text();
+    assert!(
+        err.contains("it is a CA certificate, used as a server's own"),
+        "{err}"
+    );
+    assert!(!err.contains("CaUsedAsEndEntity"), "{err}");
+}
