@@ -281,7 +281,7 @@ fn rediss_urls_speak_tls_and_check_the_certificate() {
 }
 
 #[test]
-fn rediss_certificate_errors_read_as_words_not_the_librarys_names() {
+fn rediss_certificate_errors_read_as_words_and_a_self_signed_one_may_be_trusted() {
     // Untrusted: the words HTTP mode uses, not `UnknownIssuer`.
     let (redis, _ca) = Redis::tls();
     let out = retry_sh(&super::needs_the_store(&redis.url), "exit 0").run();
@@ -331,4 +331,55 @@ fn rediss_certificate_errors_read_as_words_not_the_librarys_names() {
         "{err}"
     );
     assert!(!err.contains("CaUsedAsEndEntity"), "{err}");
+    // A self-signed certificate that says it is no CA, trusted as it is.
+    pki.openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        "own.key",
+        "-out",
+        "own.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-addext",
+        "basicConstraints=critical,CA:FALSE",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1",
+    ]);
+    let port = crate::util::free_port();
+    let (port_s, cert, key) = (
+        port.to_string(),
+        path_str(&d.join("own.pem")),
+        path_str(&d.join("own.key")),
+    );
+    let args = [
+        "--port",
+        "0",
+        "--tls-port",
+        &port_s,
+        "--bind",
+        "127.0.0.1",
+        "--tls-cert-file",
+        &cert,
+        "--tls-key-file",
+        &key,
+        "--tls-auth-clients",
+        "no",
+    ];
+    let mut child = super::server(d, &args);
+    crate::util::wait_for_port(port, Duration::from_secs(10), "redis-server (TLS)");
+    let url = format!("rediss://127.0.0.1:{port}/0");
+    let out = retry_sh(&super::needs_the_store(&url), "exit 0")
+        .env("SSL_CERT_FILE", d.join("own.pem"))
+        .run();
+    let _ = child.kill();
+    let _ = child.wait();
+    out.expect_code(0);
 }
