@@ -111,13 +111,18 @@ pub fn tls_words(e: &RedisError) -> Option<String> {
 }
 
 /// A TLS failure in HTTP mode's words: the store trusts the system's
-/// roots, which SSL_CERT_FILE replaces.
+/// roots, which SSL_CERT_FILE replaces (or `--state-cacert`'s).
 fn rustls_words(t: &rustls::Error) -> String {
     match t {
         rustls::Error::InappropriateMessage { .. } => {
             "the server does not speak TLS on this port (is it redis://?)".to_string()
         }
-        other => explain(other, Advice::SystemOnly).replace("http://", "redis://"),
+        other => explain(other, Advice::SystemOnly)
+            .replace("http://", "redis://")
+            .replace(
+                "(SSL_CERT_FILE adds trust anchors)",
+                "(--state-cacert FILE trusts a CA)",
+            ),
     }
 }
 
@@ -149,7 +154,7 @@ mod tests {
         let unknown = words(Error::InvalidCertificate(CertificateError::UnknownIssuer));
         assert_eq!(
             unknown,
-            "the server's certificate is not trusted: it is not signed by a known authority (SSL_CERT_FILE adds trust anchors)"
+            "the server's certificate is not trusted: it is not signed by a known authority (--state-cacert FILE trusts a CA)"
         );
         let ca = words(Error::InvalidCertificate(CertificateError::Other(
             rustls::OtherError(std::sync::Arc::new(webpki::Error::CaUsedAsEndEntity)),

@@ -281,14 +281,14 @@ fn rediss_urls_speak_tls_and_check_the_certificate() {
 }
 
 #[test]
-fn rediss_certificate_errors_read_as_words_and_a_self_signed_one_may_be_trusted() {
+fn rediss_certificate_errors_read_as_words_and_state_cacert_trusts_a_self_signed_one() {
     // Untrusted: the words HTTP mode uses, not `UnknownIssuer`.
     let (redis, _ca) = Redis::tls();
     let out = retry_sh(&super::needs_the_store(&redis.url), "exit 0").run();
     out.expect_code(125);
     let err = out.stderr_text();
     assert!(
-        err.contains("not signed by a known authority (SSL_CERT_FILE adds trust anchors)"),
+        err.contains("not signed by a known authority (--state-cacert FILE trusts a CA)"),
         "{err}"
     );
     assert!(!err.contains("UnknownIssuer"), "{err}");
@@ -379,7 +379,31 @@ fn rediss_certificate_errors_read_as_words_and_a_self_signed_one_may_be_trusted(
     let out = retry_sh(&super::needs_the_store(&url), "exit 0")
         .env("SSL_CERT_FILE", d.join("own.pem"))
         .run();
+    out.expect_code(0);
+    // Or through --state-cacert, as --cacert does for HTTP mode.
+    let own = path_str(&d.join("own.pem"));
+    let mut args = super::needs_the_store(&url).to_vec();
+    args.extend(["--state-cacert", &own]);
+    let out = retry_sh(&args, "exit 0").run();
+    out.expect_code(0);
+    // A file without a certificate makes the store unusable; a store
+    // without TLS takes none.
+    let mut args = super::needs_the_store(&url).to_vec();
+    let key = path_str(&d.join("own.key"));
+    args.extend(["--state-cacert", &key]);
+    let out = retry_sh(&args, "exit 0").run();
+    out.expect_code(125);
+    assert!(
+        out.stderr_text().contains("invalid --state-cacert"),
+        "{}",
+        out.stderr_text()
+    );
+    let plain = format!("redis://127.0.0.1:{port}/0");
+    let mut args = super::needs_the_store(&plain).to_vec();
+    args.extend(["--state-cacert", &own]);
+    retry_sh(&args, "exit 0")
+        .run()
+        .expect_usage_line("--state-cacert applies only to a Redis store spoken to over TLS");
     let _ = child.kill();
     let _ = child.wait();
-    out.expect_code(0);
 }
