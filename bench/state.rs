@@ -155,7 +155,7 @@ fn main() {
     let mut open: Vec<AnyStore> = stores
         .iter()
         .map(|(_, at)| {
-            let mut s = AnyStore::new(at, None).expect("store");
+            let mut s = AnyStore::new(at, None, None).expect("store");
             rt.block_on(s.open("bench")).expect("open");
             rt.block_on(s.apply("bench", op("admit"))).expect("warm up");
             s
@@ -181,7 +181,7 @@ fn main() {
         for k in 0..stores.len() {
             let si = (k + round) % stores.len();
             let t = Instant::now();
-            let mut s = AnyStore::new(&stores[si].1, None).expect("store");
+            let mut s = AnyStore::new(&stores[si].1, None, None).expect("store");
             rt.block_on(async {
                 s.open("bench").await?;
                 s.apply("bench", op("admit")).await

@@ -85,6 +85,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--group', '--group', [CompletionResultType]::ParameterName, 'Share pace, budget and breaker with every invocation of the same group')
             [CompletionResult]::new('--state', '--state', [CompletionResultType]::ParameterName, 'Where the group''s state lives: a directory, or redis://, rediss://, unix://, redis+sentinel://, redis+cluster:// [default: ~/.local/state/retry]')
             [CompletionResult]::new('--state-password-file', '--state-password-file', [CompletionResultType]::ParameterName, 'Read the Redis password from FILE (its first line), not from the URL')
+            [CompletionResult]::new('--state-cacert', '--state-cacert', [CompletionResultType]::ParameterName, 'Trust the CA certificates (PEM) in FILE for a rediss:// store')
             [CompletionResult]::new('--pace', '--pace', [CompletionResultType]::ParameterName, 'Start the group''s retries at no more than RATE, e.g. 20/s or 600/m')
             [CompletionResult]::new('--pace-burst', '--pace-burst', [CompletionResultType]::ParameterName, 'Retries of the group that may start at once under --pace [default: 1]')
             [CompletionResult]::new('--budget', '--budget', [CompletionResultType]::ParameterName, 'Stop retrying while the whole group fails: a shared retry budget [default: 100:0.1]')

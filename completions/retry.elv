@@ -82,6 +82,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --group 'Share pace, budget and breaker with every invocation of the same group'
             cand --state 'Where the group''s state lives: a directory, or redis://, rediss://, unix://, redis+sentinel://, redis+cluster:// [default: ~/.local/state/retry]'
             cand --state-password-file 'Read the Redis password from FILE (its first line), not from the URL'
+            cand --state-cacert 'Trust the CA certificates (PEM) in FILE for a rediss:// store'
             cand --pace 'Start the group''s retries at no more than RATE, e.g. 20/s or 600/m'
             cand --pace-burst 'Retries of the group that may start at once under --pace [default: 1]'
             cand --budget 'Stop retrying while the whole group fails: a shared retry budget [default: 100:0.1]'

@@ -60,6 +60,7 @@ complete -c retry -l plot -d 'Also draw the load and the clients through over ti
 complete -c retry -l group -d 'Share pace, budget and breaker with every invocation of the same group' -r
 complete -c retry -l state -d 'Where the group\'s state lives: a directory, or redis://, rediss://, unix://, redis+sentinel://, redis+cluster:// [default: ~/.local/state/retry]' -r
 complete -c retry -l state-password-file -d 'Read the Redis password from FILE (its first line), not from the URL' -r -F
+complete -c retry -l state-cacert -d 'Trust the CA certificates (PEM) in FILE for a rediss:// store' -r -F
 complete -c retry -l pace -d 'Start the group\'s retries at no more than RATE, e.g. 20/s or 600/m' -r
 complete -c retry -l pace-burst -d 'Retries of the group that may start at once under --pace [default: 1]' -r
 complete -c retry -l budget -d 'Stop retrying while the whole group fails: a shared retry budget [default: 100:0.1]' -r

@@ -103,6 +103,7 @@ module completions {
     --group: string           # Share pace, budget and breaker with every invocation of the same group
     --state: string           # Where the group's state lives: a directory, or redis://, rediss://, unix://, redis+sentinel://, redis+cluster:// [default: ~/.local/state/retry]
     --state-password-file: path # Read the Redis password from FILE (its first line), not from the URL
+    --state-cacert: path      # Trust the CA certificates (PEM) in FILE for a rediss:// store
     --state-required          # Exit 125 when the state store cannot be used, instead of running without it
     --state-show              # Print the group's pace schedule, budget count and breaker state, and exit
     --pace: string            # Start the group's retries at no more than RATE, e.g. 20/s or 600/m

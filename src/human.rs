@@ -4,6 +4,8 @@
 //! classification's explanations all show values the same way; this sits
 //! below all of them so that none has to import another for a format.
 
+pub mod tls;
+
 use std::ffi::OsString;
 use std::time::Duration;
 

@@ -261,6 +261,7 @@ where
             max: self.max,
             previous_exit,
             deadline: earliest(limit, self.deadline.map(|at| (at, Limit::Deadline))),
+            max_time: self.deadline,
         };
         let status = self.attempt.run(&ctx, self.signals).await;
         let details = self.attempt.details();

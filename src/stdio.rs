@@ -8,10 +8,22 @@
 //! (the body cannot be delivered: exit 23, as curl) from one sent to
 //! /dev/null on purpose. In command mode a closed stdout is a reader gone
 //! from the start: a failure is not retried.
+//!
+//! Writing to a reader: [`write_all`] writes every byte to a descriptor
+//! whatever its flags, and [`may_stall`] tells a destination whose reader
+//! may stop reading (a pipe, a FIFO, a socket, a terminal) from a file,
+//! which takes what is written without waiting for anyone. What goes to
+//! the former is written on a thread of its own, so that the run's deadline
+//! and signals still end it on time.
 
+use std::io;
+use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicU8, Ordering};
 
+use nix::errno::Errno;
 use nix::libc;
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+use nix::sys::stat::{SFlag, fstat};
 
 /// Bit N set: descriptor N (0, 1 or 2) was closed when retry started.
 static CLOSED: AtomicU8 = AtomicU8::new(0);
@@ -74,9 +86,56 @@ pub fn stdout_reader_gone() -> bool {
     n > 0 && pfd.revents & libc::POLLERR != 0
 }
 
+/// Write all of `bytes` to `fd`, also when someone else set it
+/// non-blocking; an error when the destination is gone. It blocks while
+/// the reader takes nothing: call it where that cannot hold the run (a
+/// thread of its own), or where [`may_stall`] says it cannot happen.
+pub fn write_all(fd: BorrowedFd<'_>, mut bytes: &[u8]) -> io::Result<()> {
+    while !bytes.is_empty() {
+        match nix::unistd::write(fd, bytes) {
+            Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+            Ok(n) => bytes = &bytes[n..],
+            Err(Errno::EINTR) => {}
+            // A destination someone else set non-blocking: wait for room.
+            Err(Errno::EAGAIN) => {
+                let mut fds = [PollFd::new(fd, PollFlags::POLLOUT)];
+                let _ = poll(&mut fds, PollTimeout::NONE);
+            }
+            Err(e) => return Err(io::Error::from_raw_os_error(e as i32)),
+        }
+    }
+    Ok(())
+}
+
+/// Whether a write to `fd` may wait for a reader that stops reading: a
+/// pipe, FIFO, socket, terminal or other device may; a regular file or a
+/// disk takes the bytes at once.
+pub fn may_stall(fd: BorrowedFd<'_>) -> bool {
+    !fstat(fd).is_ok_and(|st| {
+        let kind = SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT;
+        kind == SFlag::S_IFREG || kind == SFlag::S_IFBLK
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn a_pipe_may_stall_and_a_file_does_not() {
+        let (r, w) = nix::unistd::pipe().expect("pipe");
+        assert!(may_stall(w.as_fd()));
+        let file = tempfile::tempfile().expect("file");
+        assert!(!may_stall(file.as_fd()));
+        write_all(w.as_fd(), b"abc").expect("write");
+        let mut got = [0u8; 3];
+        nix::unistd::read(r.as_fd(), &mut got).expect("read");
+        assert_eq!(&got, b"abc");
+        drop(r);
+        let e = write_all(w.as_fd(), b"x").expect_err("no reader");
+        assert_eq!(e.raw_os_error(), Some(libc::EPIPE));
+    }
 
     #[test]
     fn records_only_standard_descriptors() {

@@ -21,9 +21,6 @@ use std::os::fd::BorrowedFd;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use nix::errno::Errno;
-use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
-
 use crate::classify::CodeSet;
 
 mod spool;
@@ -163,7 +160,7 @@ impl Held {
     /// before (dropped: that attempt is being retried).
     pub fn begin(&self, number: u32) -> Holding {
         let mut run = self.run();
-        if let Some((n, old)) = run.spool.take() {
+        if let Some((n, old)) = run.spool.take().filter(|(_, s)| !s.abandoned()) {
             learn(&mut run.learned, &self.0.options, n, &old.report());
         }
         let rules = self.rules(&run.learned);
@@ -198,11 +195,13 @@ impl Held {
     }
 
     /// The run is over: the last attempt's spool (and its number), and
-    /// what the run learned.
+    /// what the run learned. It waits for a pump still writing to the spool
+    /// (a stdout that passes through, to a reader that takes nothing): call
+    /// it where that cannot hold the run. An abandoned spool is not asked.
     pub fn end(&self) -> (Option<(u32, Arc<Spool>)>, Learned) {
         let mut run = self.run();
         let last = run.spool.take();
-        if let Some((n, spool)) = &last {
+        if let Some((n, spool)) = last.as_ref().filter(|(_, s)| !s.abandoned()) {
             learn(&mut run.learned, &self.0.options, *n, &spool.report());
         }
         (last, std::mem::take(&mut run.learned))
@@ -255,26 +254,13 @@ pub fn tmpdir() -> PathBuf {
         .map_or_else(|| PathBuf::from("/tmp"), PathBuf::from)
 }
 
-/// Write all of `bytes` to retry's own descriptor `fd` (1 or 2), also when
-/// someone else set it non-blocking; an error when the destination is gone.
-pub(super) fn write_all(fd: i32, mut bytes: &[u8]) -> io::Result<()> {
+/// Write all of `bytes` to retry's own descriptor `fd` (1 or 2): see
+/// [`crate::stdio::write_all`].
+pub(super) fn write_all(fd: i32, bytes: &[u8]) -> io::Result<()> {
     // SAFETY: fds 1 and 2 are retry's own and stay open for its life (they
     // are on /dev/null when retry was started without them).
     let fd = unsafe { BorrowedFd::borrow_raw(fd) };
-    while !bytes.is_empty() {
-        match nix::unistd::write(fd, bytes) {
-            Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
-            Ok(n) => bytes = &bytes[n..],
-            Err(Errno::EINTR) => {}
-            // A destination someone else set non-blocking: wait for room.
-            Err(Errno::EAGAIN) => {
-                let mut fds = [PollFd::new(fd, PollFlags::POLLOUT)];
-                let _ = poll(&mut fds, PollTimeout::NONE);
-            }
-            Err(e) => return Err(io::Error::from_raw_os_error(e as i32)),
-        }
-    }
-    Ok(())
+    crate::stdio::write_all(fd, bytes)
 }
 
 #[cfg(test)]

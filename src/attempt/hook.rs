@@ -103,6 +103,7 @@ impl Runner {
             max: None,
             previous_exit: None,
             deadline: deadline.map(|at| (at, Limit::Deadline)),
+            max_time: deadline,
         };
         let status = self.process.run(&ctx, signals).await;
         // Leftover processes and the like: not the user's business here.

@@ -98,6 +98,8 @@ struct Progress {
     /// Part of a body has reached stdout (or a device): the attempt can no
     /// longer be repeated.
     live: Cell<bool>,
+    /// A chunk is being written out: the reader, not the server, is slow.
+    writing: Cell<bool>,
 }
 
 impl Progress {
@@ -358,7 +360,12 @@ impl<'t> HttpAttempt<'t> {
             if chunk.is_empty() {
                 continue;
             }
-            self.sink.write(&chunk).map_err(Delivery::Write)?;
+            // Waiting for stdout's reader is not the server's silence.
+            progress.writing.set(true);
+            let written = self.sink.write(chunk).await;
+            progress.writing.set(false);
+            progress.touch();
+            written.map_err(Delivery::Write)?;
             if self.sink.is_live() {
                 progress.live.set(true);
             }
@@ -400,6 +407,7 @@ impl Attempt for HttpAttempt<'_> {
         let progress = Progress {
             last: Cell::new(Instant::now()),
             live: Cell::new(false),
+            writing: Cell::new(false),
         };
         let exchange = self.exchange(&progress);
         tokio::pin!(exchange);
@@ -408,7 +416,13 @@ impl Attempt for HttpAttempt<'_> {
         // attempt. A DNS lookup still under way is left to its thread,
         // which retry does not wait for.
         loop {
-            let quiet_until = idle.and_then(|d| progress.last.get().checked_add(d));
+            // While a chunk waits for stdout's reader, the idle timer
+            // only looks again later: the server is not the one silent.
+            let quiet_from = match progress.writing.get() {
+                true => Instant::now(),
+                false => progress.last.get(),
+            };
+            let quiet_until = idle.and_then(|d| quiet_from.checked_add(d));
             tokio::select! {
                 status = &mut exchange => return status,
                 () = crate::bound::until(wake) => {
@@ -420,6 +434,7 @@ impl Attempt for HttpAttempt<'_> {
                 () = crate::bound::until(quiet_until) => {
                     // Bytes may have come since this timer was set.
                     if let Some(d) = idle
+                        && !progress.writing.get()
                         && progress.last.get().elapsed() >= d
                     {
                         return Status::Net {

@@ -35,6 +35,9 @@ pub struct Context {
     pub previous_exit: Option<u8>,
     /// When the attempt must be stopped, and which limit that is.
     pub deadline: Option<(Instant, Limit)>,
+    /// `--max-time`'s deadline alone: what an attempt still does after its
+    /// command ended (writing out a success's held stdout) ends there.
+    pub max_time: Option<Instant>,
 }
 
 /// One try of the thing being retried.

@@ -258,6 +258,7 @@ impl Attempt for ProcessAttempt {
             Some(held) if !hook => held.begin(ctx.number),
             _ => Holding::default(),
         };
+        let spool = holding.spool.clone();
         let stdout_spool = holding.spool.clone().filter(|_| holding.streams[0]);
         let plan = Plan {
             patterns: self.opts.output.clone(),
@@ -411,7 +412,12 @@ impl Attempt for ProcessAttempt {
             }
         }
         if let Some(pump) = pump.as_mut() {
-            let output = finish_output(pump, ctx, signals).await;
+            let (output, left_behind) = finish_output(pump, ctx, signals).await;
+            // A pump left behind in the middle of writing the held output
+            // out (stdout could not be held whole) keeps the spool.
+            if let (true, Some(spool)) = (left_behind, &spool) {
+                spool.abandon_if_busy();
+            }
             let said = match &output {
                 OutputMatch::None => None,
                 OutputMatch::Retry(p) => Some(format!("--retry-if-output '{p}'")),
@@ -454,7 +460,9 @@ impl Attempt for ProcessAttempt {
         };
         match stdout_spool {
             Some(spool) if self.last_stdout_success(&status) => {
-                release(&spool, status, signals).await
+                let (status, warning) = release(&spool, status, ctx.max_time, signals).await;
+                self.details.warnings.extend(warning);
+                status
             }
             _ => status,
         }
@@ -633,22 +641,30 @@ impl ProcessAttempt {
 const PUMP_GRACE: Duration = Duration::from_secs(1);
 
 /// The attempt's group is gone: let the pump copy what is left, and report
-/// what the output matched. A pump stuck writing to a blocked stdout is
-/// left behind at the deadline (plus [`PUMP_GRACE`]) or on an interrupt.
-async fn finish_output(pump: &mut Pump, ctx: &Context, signals: &mut Signals) -> OutputMatch {
+/// what the output matched, and whether the pump was left behind. A pump
+/// stuck writing to a blocked stdout is left behind at the deadline (plus
+/// [`PUMP_GRACE`]), [`PUMP_GRACE`] after the interrupt that ended the
+/// attempt, or on a further one.
+async fn finish_output(
+    pump: &mut Pump,
+    ctx: &Context,
+    signals: &mut Signals,
+) -> (OutputMatch, bool) {
     pump.stop();
-    let give_up = ctx
-        .deadline
-        .map(|(at, _)| at.max(Instant::now() + PUMP_GRACE));
-    tokio::select! {
+    let grace = Instant::now() + PUMP_GRACE;
+    let give_up = match signals.interrupted() {
+        Some(_) => Some(grace),
+        None => ctx.deadline.map(|(at, _)| at.max(grace)),
+    };
+    let finished = tokio::select! {
         biased;
-        () = pump.finished() => {}
-        () = crate::bound::until(give_up) => {}
+        () = pump.finished() => true,
+        () = crate::bound::until(give_up) => false,
         () = async {
             while !is_terminating(signals.recv().await) {}
-        } => {}
-    }
-    pump.matched()
+        } => false,
+    };
+    (pump.matched(), !finished)
 }
 
 /// Signals a terminal sends to its foreground group from the keyboard that

@@ -8,9 +8,11 @@
 //! by a person, and a stdout that is also stderr (`2>&1`) is a log, which
 //! keeps every attempt's lines by design: neither gets the line. With
 //! `--last-stdout`, [`release`] writes a success's held stdout out as soon
-//! as the attempt ends.
+//! as the attempt ends, within `--max-time` and giving way to a signal,
+//! whatever its reader does.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use nix::libc;
 use nix::sys::stat::{SFlag, fstat};
@@ -18,7 +20,8 @@ use nix::unistd::{Whence, isatty, lseek};
 
 use super::hold::Spool;
 use super::output::{Pump, same_file};
-use crate::classify::Status;
+use crate::bound::{Bounded, within};
+use crate::classify::{Limit, Status};
 use crate::human::io_error;
 use crate::signals::Signals;
 
@@ -116,27 +119,58 @@ fn is_dev_null() -> bool {
 }
 
 /// `--last-stdout`: the attempt succeeded, so its held stdout is the run's
-/// and goes out now, giving way to a terminating signal. `status` stays,
-/// unless the bytes could not be written (a full disk, a broken device):
-/// then it becomes that failure, final, so that a run never succeeds with
-/// part of its output. A reader that has gone wanted no more.
-pub async fn release(spool: &Arc<Spool>, status: Status, signals: &mut Signals) -> Status {
-    let spool = Arc::clone(spool);
-    let task = tokio::task::spawn_blocking(move || spool.release_stdout());
-    tokio::select! {
-        done = task => match done.map(|out| out.failed) {
-            Ok(None) => status,
-            Ok(Some((_, e))) if e.raw_os_error() == Some(libc::EPIPE) => status,
-            Ok(Some((0, e))) => Status::Undelivered(format!(
-                "the held stdout could not be read back: {}",
-                io_error(&e)
-            )),
-            Ok(Some((_, e))) => Status::Undelivered(format!(
-                "its stdout could not be written out: {}",
-                io_error(&e)
-            )),
-            Err(e) => Status::Undelivered(format!("its stdout could not be written out: {e}")),
-        },
-        sig = signals.next_interrupt() => Status::Interrupted(sig as i32),
-    }
+/// and goes out now, on a thread of its own, within `--max-time` (`until`)
+/// and giving way to a terminating signal. `status` stays, unless the
+/// bytes could not be written (a full disk, a broken device): then it
+/// becomes that failure, final, so that a run never succeeds with part of
+/// its output. A reader that has gone wanted no more. A reader that takes
+/// nothing until the deadline or a signal is left to the thread, and the
+/// spool with it (`Spool::abandon`): the run ends at once, as the deadline
+/// or the signal ends it, with a warning saying so.
+pub async fn release(
+    spool: &Arc<Spool>,
+    status: Status,
+    until: Option<Instant>,
+    signals: &mut Signals,
+) -> (Status, Option<String>) {
+    let started = Instant::now();
+    let held = Arc::clone(spool);
+    let task = tokio::task::spawn_blocking(move || held.release_stdout());
+    let done = match within(task, until, signals).await {
+        Bounded::Done(done) => done,
+        stopped => {
+            spool.abandon();
+            let (status, when) = match stopped {
+                Bounded::Interrupted(sig) => (
+                    Status::Interrupted(sig as i32),
+                    crate::classify::signal_name(sig as i32),
+                ),
+                _ => (
+                    Status::TimedOut {
+                        limit: Limit::Deadline,
+                        after: started.elapsed(),
+                    },
+                    "--max-time".to_string(),
+                ),
+            };
+            let warning = format!(
+                "the command succeeded, but stdout's reader had not taken all of its output by {when}: the rest is abandoned"
+            );
+            return (status, Some(warning));
+        }
+    };
+    let status = match done.map(|out| out.failed) {
+        Ok(None) => status,
+        Ok(Some((_, e))) if e.raw_os_error() == Some(libc::EPIPE) => status,
+        Ok(Some((0, e))) => Status::Undelivered(format!(
+            "the held stdout could not be read back: {}",
+            io_error(&e)
+        )),
+        Ok(Some((_, e))) => Status::Undelivered(format!(
+            "its stdout could not be written out: {}",
+            io_error(&e)
+        )),
+        Err(e) => Status::Undelivered(format!("its stdout could not be written out: {e}")),
+    };
+    (status, None)
 }

@@ -42,6 +42,14 @@ pub struct StateArgs {
     #[arg(long, value_name = "FILE", env = "RETRY_STATE_PASSWORD_FILE", allow_hyphen_values = true, help_heading = HEADING)]
     pub state_password_file: Option<std::path::PathBuf>,
 
+    /// Trust the CA certificates (PEM) in FILE for a rediss:// store
+    ///
+    /// In place of the system's roots (and SSL_CERT_FILE): a private CA, or
+    /// the server's own self-signed certificate (one that says it is no
+    /// CA). For rediss://, rediss+sentinel:// and rediss+cluster://.
+    #[arg(long, value_name = "FILE", env = "RETRY_STATE_CACERT", allow_hyphen_values = true, help_heading = HEADING)]
+    pub state_cacert: Option<std::path::PathBuf>,
+
     /// Exit 125 when the state store cannot be used, instead of running without it
     ///
     /// The store is tried before COMMAND first runs, so a store that cannot

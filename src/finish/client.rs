@@ -66,6 +66,9 @@ pub struct Answer {
     pub status: u16,
     /// The start of the body, as text.
     pub body_start: String,
+    /// The `Ping-Body-Limit` header's value, if one came (a heartbeat
+    /// monitor's limit on what it keeps of a ping's body).
+    pub body_limit: Option<String>,
 }
 
 /// Why no answer came back.
@@ -99,6 +102,11 @@ pub async fn exchange(request: RequestBuilder, limit: Duration) -> Result<Answer
             .await
             .map_err(|e| describe(&e.without_url()))?;
         let status = response.status().as_u16();
+        let body_limit = response
+            .headers()
+            .get("ping-body-limit")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let mut body = Vec::new();
         while body.len() < BODY_START {
             match response.chunk().await {
@@ -111,6 +119,7 @@ pub async fn exchange(request: RequestBuilder, limit: Duration) -> Result<Answer
         Ok(Answer {
             status,
             body_start: String::from_utf8_lossy(&body).into_owned(),
+            body_limit,
         })
     };
     match tokio::time::timeout(limit, work).await {

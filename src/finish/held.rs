@@ -13,16 +13,18 @@
 //! it was), bytes lost, output that passed through instead, and stdout
 //! that holds more than the last attempt's output. The bytes are copied on
 //! a blocking thread, each to its own stream, in the order they were
-//! written; a terminating signal while they are being written (a reader
-//! that never reads) abandons the rest.
+//! written, within a bound ([`until`]) whatever the reader does: a further
+//! terminating signal, or the bound passing while a reader takes nothing,
+//! abandons the rest, and the thread with it.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use super::{Ctx, Output, RunSummary, Work, client};
+use super::{Ctx, Output, REPORTS_AFTER_SIGNAL, RunSummary, Work, client};
 use crate::attempt::hold::{Count, Held, HoldOptions, Learned, Part, Report, Spool, Why, tmpdir};
-use crate::event::Event;
+use crate::event::{End, Event};
 use crate::exit;
-use crate::human::{grouped, human_size, human_size_about, io_error};
+use crate::human::{grouped, human, human_size, human_size_about, io_error};
 
 /// Makes the first spool, and writes out what the last attempt held.
 pub struct HeldOutput {
@@ -46,7 +48,11 @@ impl Output for HeldOutput {
 
     fn finished<'a>(&'a mut self, summary: &'a RunSummary, ctx: &'a mut Ctx<'_>) -> Work<'a> {
         Box::pin(async move {
-            let (last, learned) = self.held.end();
+            let bound = until(summary.ending.end, ctx.deadline, Instant::now());
+            let held = self.held.clone();
+            let Some((last, learned)) = on_thread(move || held.end(), &bound, ctx).await else {
+                return;
+            };
             let options = self.held.options().clone();
             let failed = summary.ending.exit_code != exit::SUCCESS;
             let streams = [
@@ -59,23 +65,29 @@ impl Output for HeldOutput {
                     false => ctx.log.emit(&Event::Warning { message: &line }),
                 }
             }
-            let Some((n, spool)) = last.filter(|_| streams.contains(&true)) else {
+            // A spool whose writer was left behind (the attempt said so)
+            // has nothing more to give.
+            let Some((n, spool)) = last.filter(|(_, s)| streams.contains(&true) && !s.abandoned())
+            else {
                 return;
             };
-            let report = spool.report();
+            let held = Arc::clone(&spool);
+            let Some(report) = on_thread(move || held.report(), &bound, ctx).await else {
+                return;
+            };
             let cut = writes_cut(&report, streams);
             for line in before_lines(n, &report, streams) {
                 ctx.log.output_warning(&line);
             }
             let mut failures = Vec::new();
-            let Some(head) = write_part(&spool, Part::Head, streams, ctx).await else {
+            let Some(head) = write_part(&spool, Part::Head, streams, &bound, ctx).await else {
                 return;
             };
             failures.extend(head);
             if let Some(dropped) = cut {
                 ctx.log.output_warning(&format!("[{dropped} dropped here]"));
             }
-            let Some(tail) = write_part(&spool, Part::Tail, streams, ctx).await else {
+            let Some(tail) = write_part(&spool, Part::Tail, streams, &bound, ctx).await else {
                 return;
             };
             failures.extend(tail);
@@ -87,17 +99,78 @@ impl Output for HeldOutput {
     }
 }
 
-/// Write `part` of the spool out on a blocking thread; None when a signal
-/// cut it short, else why a stream could not take its bytes.
+/// When writing the held output out must be over, from `now`, the end of
+/// a run that ended as `end`: after a signal, [`REPORTS_AFTER_SIGNAL`]
+/// (the supervisor that sent it waits for retry); else within `--max-time`
+/// but for at least [`AT_LEAST`] (a run often gives up because that time
+/// ran out, and its output is why it is held), and without `--max-time`
+/// no bound but a further signal. With the bound, how it is named.
+fn until(end: End, deadline: Option<Instant>, now: Instant) -> Option<(Instant, String)> {
+    let after = |d: Duration| now.checked_add(d);
+    if end == End::Interrupted {
+        let at = after(REPORTS_AFTER_SIGNAL)?;
+        return Some((
+            at,
+            format!("{} after the signal", human(REPORTS_AFTER_SIGNAL)),
+        ));
+    }
+    let deadline = deadline?;
+    match after(AT_LEAST) {
+        Some(least) if least > deadline => Some((
+            least,
+            format!("{} after the end of the run", human(AT_LEAST)),
+        )),
+        _ => Some((deadline, "--max-time".to_string())),
+    }
+}
+
+/// The least time writing the held output out gets after a run that was
+/// not ended by a signal, whatever is left of `--max-time`.
+pub const AT_LEAST: Duration = Duration::from_secs(10);
+
+/// `work` on a blocking thread (it writes to a reader, or waits for the
+/// pump that does), before `bound` and unless a further signal cuts it
+/// short: None when either came first (the bound is said), and the
+/// thread is left behind.
+async fn on_thread<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+    bound: &Option<(Instant, String)>,
+    ctx: &mut Ctx<'_>,
+) -> Option<T> {
+    let task = tokio::task::spawn_blocking(work);
+    let at = bound.as_ref().map(|(at, _)| *at);
+    let bounded = async {
+        tokio::select! {
+            biased;
+            done = task => Some(done),
+            () = crate::bound::until(at) => None,
+        }
+    };
+    match client::unless_cut(bounded, ctx).await? {
+        Some(Ok(done)) => Some(done),
+        Some(Err(e)) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Some(Err(_)) => None,
+        None => {
+            let when = bound.as_ref().map_or("", |(_, when)| when.as_str());
+            ctx.log.output_warning(&format!(
+                "the held output was not all written out: its reader had not taken it by {when}, and the rest is abandoned"
+            ));
+            None
+        }
+    }
+}
+
+/// Write `part` of the spool out (see [`on_thread`]); None when it was
+/// cut short, else why a stream could not take its bytes.
 async fn write_part(
     spool: &Arc<Spool>,
     part: Part,
     streams: [bool; 2],
+    bound: &Option<(Instant, String)>,
     ctx: &mut Ctx<'_>,
 ) -> Option<Option<String>> {
     let spool = Arc::clone(spool);
-    let copy = tokio::task::spawn_blocking(move || spool.write_out(part, streams));
-    let out = client::unless_cut(copy, ctx).await?.ok()?;
+    let out = on_thread(move || spool.write_out(part, streams), bound, ctx).await?;
     Some(out.failed.map(|(fd, e)| match fd {
         1 => format!("cannot write the held output to stdout: {}", io_error(&e)),
         2 => format!("cannot write the held output to stderr: {}", io_error(&e)),
@@ -240,6 +313,33 @@ mod tests {
 
     fn options(output: bool, last_stdout: bool) -> HoldOptions {
         HoldOptions::given(output, last_stdout)
+    }
+
+    #[test]
+    fn held_output_is_written_out_within_max_time_but_for_10s_at_least() {
+        let now = Instant::now();
+        let secs = Duration::from_secs;
+        // After a signal: 4 s, whatever the deadline.
+        for deadline in [None, Some(now + secs(60)), Some(now)] {
+            let (at, said) = until(End::Interrupted, deadline, now).expect("bounded");
+            assert_eq!(at, now + REPORTS_AFTER_SIGNAL);
+            assert_eq!(said, "4s after the signal");
+        }
+        // A deadline far enough: the deadline.
+        let far = now + secs(30);
+        assert_eq!(
+            until(End::Exhausted, Some(far), now),
+            Some((far, "--max-time".to_string()))
+        );
+        // One already past or too close: 10 s from the end of the run.
+        for near in [now, now + secs(3)] {
+            assert_eq!(
+                until(End::Deadline, Some(near), now),
+                Some((now + secs(10), "10s after the end of the run".to_string()))
+            );
+        }
+        // No --max-time: nothing but a further signal.
+        assert_eq!(until(End::Exhausted, None, now), None);
     }
 
     #[test]

@@ -15,7 +15,9 @@
 //! [`TRY_LIMIT`] each, with jittered pauses, within that bound; a ping
 //! that fails costs one warning, never the exit status. The URL's path is
 //! the secret, so logs show only its host. With `--ping-log`, the final
-//! ping carries a masked summary of the run ([`body`]).
+//! ping carries a masked summary of the run ([`body`]), fitted to what the
+//! monitor keeps: the `Ping-Body-Limit` its answer to the start ping
+//! announced (healthchecks.io's), or [`BODY_LIMIT`].
 
 use std::fmt::Write;
 use std::time::{Duration, Instant};
@@ -60,10 +62,14 @@ const PAUSES: DelayPolicy = DelayPolicy {
     cap: Duration::from_secs(2),
 };
 
+/// What an answered ping learned: the monitor's `Ping-Body-Limit`, if it
+/// gave one.
+type Answered = Option<usize>;
+
 /// The start ping: under way in the background, or over.
 enum Start {
-    Running(JoinHandle<Result<(), String>>),
-    Done(Result<(), String>),
+    Running(JoinHandle<Result<Answered, String>>),
+    Done(Result<Answered, String>),
 }
 
 pub struct Ping {
@@ -134,7 +140,7 @@ async fn ping(
     url: Url,
     body: Option<String>,
     until: Option<Instant>,
-) -> Result<(), String> {
+) -> Result<Answered, String> {
     let mut pauses = Backoff::new(PAUSES);
     let mut rng = pause_rng();
     let mut tries = 0;
@@ -150,7 +156,9 @@ async fn ping(
             None => client.get(url.clone()),
         };
         let why = match client::exchange(request, limit).await {
-            Ok(a) if (200..300).contains(&a.status) => return Ok(()),
+            Ok(a) if (200..300).contains(&a.status) => {
+                return Ok(a.body_limit.as_deref().and_then(body_limit));
+            }
             Ok(a) => {
                 let why = format!("HTTP {}", a.status);
                 if a.status < 500 && !matches!(a.status, 408 | 429) {
@@ -202,6 +210,7 @@ impl Output for Ping {
             let shown = self.shown();
             // The start ping has its own limit; a monitor that heard the end
             // first would take a late "start" for a new run.
+            let mut limit = BODY_LIMIT;
             if let Some(start) = self.start.take() {
                 let outcome = match start {
                     Start::Done(r) => r,
@@ -226,9 +235,16 @@ impl Output for Ping {
                     }
                 };
                 match outcome {
-                    Ok(()) => {
+                    Ok(announced) => {
                         let message = format!("pinged {shown} (start)");
                         ctx.log.emit(&Event::Note { message: &message });
+                        if let Some(n) = announced.filter(|n| *n < BODY_LIMIT) {
+                            limit = n;
+                            let message = format!(
+                                "{shown} keeps {n} bytes of a ping's body (Ping-Body-Limit): the summary is fitted to it"
+                            );
+                            ctx.log.emit(&Event::Note { message: &message });
+                        }
                     }
                     Err(why) => {
                         let message = format!("the start ping to {shown} failed: {why}");
@@ -258,14 +274,14 @@ impl Output for Ping {
             };
             let payload = self.send_log.then(|| {
                 let tail = self.tail.as_ref().map(Tail::text).unwrap_or_default();
-                body(summary, &tail)
+                body(summary, &tail, limit)
             });
             let until = self.clock.left().map(|l| Instant::now() + l);
             let outcome = client::unless_cut(ping(client, url, payload, until), ctx)
                 .await
                 .unwrap_or_else(|| Err(client::cut_short(ctx)));
             let message = match outcome {
-                Ok(()) => {
+                Ok(_) => {
                     let message = format!("pinged {shown} ({what})");
                     ctx.log.emit(&Event::Note { message: &message });
                     return;
@@ -279,10 +295,23 @@ impl Output for Ping {
     }
 }
 
+/// A `Ping-Body-Limit` value: a number of bytes (more than fits is as
+/// good as no limit); anything else is ignored, as if it were absent.
+pub fn body_limit(value: &str) -> Option<usize> {
+    let v = value.trim();
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(v.parse().unwrap_or(usize::MAX))
+}
+
 /// The final ping's body with `--ping-log`: the run in a few lines, then
-/// the log's last lines; masked, and at most [`BODY_LIMIT`] bytes (the
-/// oldest log lines give way first).
-pub fn body(summary: &RunSummary, tail: &str) -> String {
+/// the log's last lines; masked, and at most `limit` bytes (at most
+/// [`BODY_LIMIT`]): the oldest log lines give way first, so the end of the
+/// log, the give-up line with it, always arrives; a limit too small for
+/// the summary itself keeps its first lines.
+pub fn body(summary: &RunSummary, tail: &str, limit: usize) -> String {
+    let limit = limit.min(BODY_LIMIT);
     let mut out = String::new();
     let _ = writeln!(out, "outcome: {}", summary.ending.end.as_str());
     let _ = writeln!(out, "exit status: {}", summary.ending.exit_code);
@@ -304,14 +333,30 @@ pub fn body(summary: &RunSummary, tail: &str) -> String {
     );
     let _ = writeln!(out, "duration: {}", human(summary.duration));
     let tail = mask::text(tail);
-    if tail.is_empty() {
-        return truncate_front(out, BODY_LIMIT);
+    if !tail.is_empty() {
+        out.push_str("\nlast lines of the log:\n");
     }
-    out.push_str("\nlast lines of the log:\n");
-    let room = BODY_LIMIT.saturating_sub(out.len());
-    let kept = truncate_front(tail, room);
-    out.push_str(&kept);
+    if out.len() >= limit {
+        return truncate_back(out, limit);
+    }
+    let room = limit - out.len();
+    out.push_str(&truncate_front(tail, room));
     out
+}
+
+/// The start of `s` in at most `limit` bytes, ending at a line's end where
+/// it can (else at a character's).
+fn truncate_back(mut s: String, limit: usize) -> String {
+    if s.len() <= limit {
+        return s;
+    }
+    let mut to = limit;
+    while !s.is_char_boundary(to) {
+        to -= 1;
+    }
+    let cut = s[..to].rfind('\n').map_or(to, |nl| nl + 1);
+    s.truncate(cut);
+    s
 }
 
 /// The end of `s` in at most `limit` bytes, starting at a line's start
@@ -375,7 +420,7 @@ mod tests {
     #[test]
     fn the_body_sums_up_the_run_then_the_log() {
         let tail = "retry: attempt 1/5 failed (exit 1) after 3ms\nretry: fetching https://u:pw@h/x?token=abc\n";
-        let b = body(&summary(), tail);
+        let b = body(&summary(), tail, BODY_LIMIT);
         assert_eq!(
             b,
             "outcome: exhausted\nexit status: 1\nattempts: 5\nlast attempt: exit 1\n\
@@ -388,7 +433,7 @@ mod tests {
     #[test]
     fn the_body_keeps_the_newest_lines_within_10_kb() {
         let tail: String = (0..5000).map(|i| format!("retry: line {i}\n")).collect();
-        let b = body(&summary(), &tail);
+        let b = body(&summary(), &tail, usize::MAX);
         assert!(b.len() <= BODY_LIMIT, "{}", b.len());
         assert!(b.starts_with("outcome: exhausted\n"));
         assert!(b.ends_with("retry: line 4999\n"));
@@ -400,5 +445,31 @@ mod tests {
         // Multi-byte text is cut at a character.
         let wide: String = "é".repeat(20_000);
         assert!(truncate_front(wide, 11).len() <= 11);
+    }
+
+    #[test]
+    fn the_body_fits_the_monitors_limit_with_the_summary_and_newest_lines() {
+        let tail: String = (0..50).map(|i| format!("retry: line {i}\n")).collect();
+        let tail = tail + "retry: giving up after 5 attempts in 3s: no attempts left; exiting 1\n";
+        let b = body(&summary(), &tail, 400);
+        assert!(b.len() <= 400, "{}", b.len());
+        assert!(b.starts_with("outcome: exhausted\nexit status: 1\n"), "{b}");
+        assert!(b.ends_with("exiting 1\n"), "{b}");
+        assert!(b.contains("\nretry: line 49\n"), "{b}");
+        assert!(!b.contains("retry: line 0\n"), "{b}");
+        // Too small for the summary: its first lines, whole.
+        let b = body(&summary(), &tail, 40);
+        assert_eq!(b, "outcome: exhausted\nexit status: 1\n");
+        assert_eq!(body(&summary(), &tail, 0), "");
+    }
+
+    #[test]
+    fn ping_body_limit_is_a_number_of_bytes_or_ignored() {
+        assert_eq!(body_limit("100"), Some(100));
+        assert_eq!(body_limit(" 0 "), Some(0));
+        assert_eq!(body_limit("99999999999999999999999"), Some(usize::MAX));
+        for bad in ["", "-1", "1e3", "10 KB", "ten"] {
+            assert_eq!(body_limit(bad), None, "{bad:?}");
+        }
     }
 }

@@ -53,8 +53,8 @@ pub fn main(config: &Config, request: &HttpOptions, started: Instant, seed: u64)
             Ok(f) => Sink::File(f),
             Err(e) => return usage(&output_error(&t.path(), &io_error(&e))),
         },
-        (None, Some(f)) => Sink::Direct(f),
-        (None, None) => Sink::Stdout,
+        (None, Some(f)) => Sink::direct(f),
+        (None, None) => Sink::stdout(),
     };
     let mut log = drive::open_log(config, started);
     if request.insecure {

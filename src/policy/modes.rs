@@ -425,6 +425,10 @@ const FLAGS: &[Flag] = &[
         ANY_RUN,
         |c| c.state.state_password_file.is_some()
     ),
+    row!("state_cacert", "--state-cacert", Store, ANY_RUN, |c| c
+        .state
+        .state_cacert
+        .is_some()),
     // Reports on a run.
     row!("metrics_file", "--metrics-file", Report, REAL, |c| c
         .monitor

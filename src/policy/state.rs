@@ -21,6 +21,7 @@ pub struct StateOptions {
 const GROUP_FORM: &str =
     "1 to 64 letters, digits, '.', '_' or '-', not starting with '.' or '-', such as nightly-sync";
 const PASSWORD_FILE_FORM: &str = "a file holding the Redis password";
+const CACERT_FORM: &str = "a file of PEM certificates";
 const RATE_FORM: &str = "a count per time unit, such as 20/s, 600/m or 5/10s";
 const BUDGET_FORM: &str =
     "TOKENS[:RATIO], such as 100 or 100:0.1 (TOKENS at least 1, RATIO from 0 to TOKENS)";
@@ -97,6 +98,13 @@ pub fn from_args(a: &StateArgs, names: &Names) -> Result<StateOptions, UsageErro
         {
             path_arg("--state-password-file", f, PASSWORD_FILE_FORM)?;
         }
+        if let Some(f) = a
+            .state_cacert
+            .as_deref()
+            .filter(|_| !names.came_from_env("state_cacert"))
+        {
+            path_arg("--state-cacert", f, CACERT_FORM)?;
+        }
         return Ok(StateOptions::default());
     };
     let group = match a.group.as_deref() {
@@ -159,11 +167,13 @@ pub fn from_args(a: &StateArgs, names: &Names) -> Result<StateOptions, UsageErro
             }
         }
     };
+    let cacert = cacert(a, names, &at)?;
     Ok(StateOptions {
         shared: Some(Features {
             group,
             at,
             password_file,
+            cacert,
             required: a.state_required,
             pace,
             budget,
@@ -171,6 +181,29 @@ pub fn from_args(a: &StateArgs, names: &Names) -> Result<StateOptions, UsageErro
         }),
         show: a.state_show,
     })
+}
+
+/// `--state-cacert`: for a store spoken to over TLS only. From the
+/// environment, it is left out where it does not apply.
+fn cacert(a: &StateArgs, names: &Names, at: &StoreAt) -> Result<Option<PathBuf>, UsageError> {
+    let Some(f) = a.state_cacert.clone() else {
+        return Ok(None);
+    };
+    let flag = names.of("state_cacert", "--state-cacert");
+    let from_env = names.came_from_env("state_cacert");
+    if !from_env {
+        path_arg(&flag, &f, CACERT_FORM)?;
+    }
+    let tls =
+        matches!(at, StoreAt::Url(u) if u.starts_with("rediss://") || u.starts_with("rediss+"));
+    match (tls, from_env) {
+        (true, _) if f.as_os_str().is_empty() => Err(invalid(&flag, "", CACERT_FORM)),
+        (true, _) => Ok(Some(f)),
+        (false, true) => Ok(None),
+        (false, false) => Err(UsageError(format!(
+            "{flag} applies only to a Redis store spoken to over TLS (--state rediss://..., rediss+sentinel://... or rediss+cluster://...)"
+        ))),
+    }
 }
 
 fn valid_group(g: &str) -> bool {
@@ -447,6 +480,39 @@ mod tests {
             .expect_err(url)
             .0;
             assert!(e.contains("RETRY_STATE (--state)"), "{e}");
+        }
+    }
+
+    #[test]
+    fn state_cacert_is_for_a_store_spoken_to_over_tls() {
+        let args = |url: &'static str| {
+            [
+                "--group",
+                "g",
+                "--budget",
+                "--state",
+                url,
+                "--state-cacert",
+                "/ca.pem",
+            ]
+        };
+        for url in [
+            "rediss://h",
+            "rediss+sentinel://s1/m",
+            "rediss+cluster://n1,n2",
+        ] {
+            assert_eq!(
+                shared(&args(url)).cacert,
+                Some(PathBuf::from("/ca.pem")),
+                "{url}"
+            );
+        }
+        for url in ["redis://h", "unix:///run/redis.sock", "/var/lib/x"] {
+            let e = err(&args(url));
+            assert!(
+                e.contains("--state-cacert applies only to a Redis store spoken to over TLS"),
+                "{e}"
+            );
         }
     }
 

@@ -108,18 +108,24 @@ pub enum AnyStore {
 
 impl AnyStore {
     /// The store at `at` (the default directory already found), with the
-    /// Redis password from `password_file` if given.
-    pub fn new(at: &StoreAt, password_file: Option<&Path>) -> anyhow::Result<AnyStore> {
+    /// Redis password from `password_file` and the trusted CA certificates
+    /// from `cacert` if given.
+    pub fn new(
+        at: &StoreAt,
+        password_file: Option<&Path>,
+        cacert: Option<&Path>,
+    ) -> anyhow::Result<AnyStore> {
         match at.resolve().map_err(anyhow::Error::msg)? {
             StoreAt::Dir(d) => Ok(AnyStore::Local(local::LocalStore::new(d))),
             #[cfg(feature = "redis")]
             StoreAt::Url(u) => Ok(AnyStore::Redis(Box::new(redis::RedisStore::new(
                 &u,
                 password_file,
+                cacert,
             )?))),
             #[cfg(not(feature = "redis"))]
             StoreAt::Url(_) => {
-                let _ = password_file;
+                let _ = (password_file, cacert);
                 anyhow::bail!("this retry was built without Redis support")
             }
             StoreAt::Default => anyhow::bail!("no directory for shared state"),

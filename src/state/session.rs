@@ -50,6 +50,8 @@ pub struct Features {
     pub at: StoreAt,
     /// `--state-password-file`: the Redis password, from a file.
     pub password_file: Option<PathBuf>,
+    /// `--state-cacert`: the CA certificates a TLS store is checked against.
+    pub cacert: Option<PathBuf>,
     pub required: bool,
     pub pace: Option<Pace>,
     pub budget: Option<Budget>,
@@ -183,7 +185,7 @@ impl Session {
         };
         let store = f.at.resolve().map_err(anyhow::Error::msg).and_then(|at| {
             f.at = at;
-            AnyStore::new(&f.at, f.password_file.as_deref())
+            AnyStore::new(&f.at, f.password_file.as_deref(), f.cacert.as_deref())
         });
         session.features = Some(f);
         match store {

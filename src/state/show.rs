@@ -20,8 +20,12 @@ pub async fn show(features: &Features) -> anyhow::Result<String> {
         .resolve()
         .map_err(|why| failed(&features.at.shown(), &anyhow::Error::msg(why)))?;
     let shown = at.shown();
-    let mut store =
-        AnyStore::new(&at, features.password_file.as_deref()).map_err(|e| failed(&shown, &e))?;
+    let mut store = AnyStore::new(
+        &at,
+        features.password_file.as_deref(),
+        features.cacert.as_deref(),
+    )
+    .map_err(|e| failed(&shown, &e))?;
     let (now, state) = store
         .show(&features.group)
         .await

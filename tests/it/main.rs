@@ -23,6 +23,7 @@ mod peers;
 mod pki;
 mod process;
 mod pty;
+mod readers;
 mod replay;
 mod secrets;
 mod ship;

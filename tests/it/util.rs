@@ -116,6 +116,39 @@ impl Retry {
             started,
             stdout,
             stderr,
+            reader: None,
+        }
+    }
+
+    /// Start it with its stdout a pipe into `sleep 60`, a reader that
+    /// never reads (`retry … | sleep 60`), and return at once. The reader
+    /// is killed once retry has ended; the outcome's stdout is empty.
+    pub fn spawn_into_sleep(self) -> Running {
+        let Retry { mut cmd, stdin } = self;
+        assert!(stdin.is_none(), "spawn_into_sleep gives retry no stdin");
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        let sleep = Command::new("sleep")
+            .arg("60")
+            .stdin(reader)
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("spawn sleep");
+        cmd.stdin(Stdio::null())
+            .stdout(writer)
+            .stderr(Stdio::piped());
+        let started = Instant::now();
+        let mut child = cmd.spawn().expect("spawn retry");
+        // retry's must be the only write end.
+        drop(cmd);
+        let stderr = drain(child.stderr.take().expect("stderr pipe"));
+        let (tx, stdout) = mpsc::channel();
+        let _ = tx.send(Vec::new());
+        Running {
+            child,
+            started,
+            stdout,
+            stderr,
+            reader: Some(sleep),
         }
     }
 }
@@ -137,6 +170,17 @@ pub struct Running {
     started: Instant,
     stdout: mpsc::Receiver<Vec<u8>>,
     stderr: mpsc::Receiver<Vec<u8>>,
+    /// The reader of `spawn_into_sleep`, which never reads.
+    reader: Option<Child>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if let Some(mut reader) = self.reader.take() {
+            let _ = reader.kill();
+            let _ = reader.wait();
+        }
+    }
 }
 
 impl Running {
@@ -158,6 +202,11 @@ impl Running {
         let left = HARD_LIMIT.saturating_sub(self.started.elapsed());
         let status = exit_within(&mut self.child, left);
         let elapsed = self.started.elapsed();
+        drop(
+            self.reader
+                .take()
+                .map(|mut r| r.kill().and_then(|()| r.wait())),
+        );
         // A leaked grandchild holding a pipe open would block here: bound it.
         let take = |rx: &mpsc::Receiver<Vec<u8>>, name: &str| {
             rx.recv_timeout(Duration::from_secs(10))

@@ -21,7 +21,8 @@
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, TryLockError};
 
 use super::write_all;
 use crate::human::io_error;
@@ -126,6 +127,9 @@ pub struct WrittenOut {
 #[derive(Debug)]
 pub struct Spool {
     state: Mutex<State>,
+    /// A writer was left behind with the spool (its reader took nothing
+    /// before the deadline or a signal): it may hold the state for good.
+    abandoned: AtomicBool,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -218,7 +222,27 @@ impl Spool {
                 out: [false; 2],
                 emit,
             }),
+            abandoned: AtomicBool::new(false),
         }
+    }
+
+    /// A writer is left behind with the spool: nothing more is to be
+    /// written from it (its reader takes nothing), nor asked of it.
+    pub fn abandon(&self) {
+        self.abandoned.store(true, Ordering::Relaxed);
+    }
+
+    /// Abandons the spool if someone holds it now: a writer left behind
+    /// in the middle of writing it out.
+    pub fn abandon_if_busy(&self) {
+        if matches!(self.state.try_lock(), Err(TryLockError::WouldBlock)) {
+            self.abandon();
+        }
+    }
+
+    /// Whether [`Spool::abandon`] was called.
+    pub fn abandoned(&self) -> bool {
+        self.abandoned.load(Ordering::Relaxed)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {

@@ -8,19 +8,28 @@
 //! the file it replaces, or 0666 less the umask for a new one, and is
 //! renamed over the target. A symbolic link at the target is written
 //! through, as curl does: the target is where the link points.
+//!
+//! stdout and a device or FIFO named by `-o` are written on a thread of
+//! their own when their reader may stop reading (`stdio::may_stall`): the
+//! attempt awaits the write under its timers and the signals, so a reader
+//! that takes nothing never holds the run past `--max-time` or a SIGTERM
+//! (the thread is then left blocked, and the process exits without it).
 
 use std::fs::File;
 use std::io::{self, Seek, SeekFrom, Write};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::Arc;
 
 use crate::fsutil::{Durability, Target, TempFile, new_file_mode};
 use crate::human::io_error;
 
 /// Where an accepted response's body goes.
 pub enum Sink<'t> {
-    Stdout,
+    /// retry's stdout; `stalls`: its reader may stop reading.
+    Stdout { stalls: bool },
     /// `-o` naming something that is not a regular file (`/dev/null`, a
     /// FIFO): written directly, as stdout is.
-    Direct(File),
+    Direct { file: Arc<File>, stalls: bool },
     /// `-o FILE`.
     File(FileSink<'t>),
 }
@@ -47,6 +56,24 @@ impl<'t> FileSink<'t> {
 }
 
 impl Sink<'_> {
+    /// retry's stdout.
+    pub fn stdout() -> Sink<'static> {
+        // SAFETY: fd 1 stays open for retry's life.
+        let fd = unsafe { BorrowedFd::borrow_raw(1) };
+        Sink::Stdout {
+            stalls: crate::stdio::may_stall(fd),
+        }
+    }
+
+    /// A device or FIFO named by `-o`.
+    pub fn direct(file: File) -> Sink<'static> {
+        let stalls = crate::stdio::may_stall(file.as_fd());
+        Sink::Direct {
+            file: Arc::new(file),
+            stalls,
+        }
+    }
+
     /// Whether what is written here reaches a reader at once (stdout, a
     /// device) and so cannot be taken back.
     pub fn is_live(&self) -> bool {
@@ -74,17 +101,31 @@ impl Sink<'_> {
         Ok(())
     }
 
-    /// Writes one chunk of the body.
-    pub fn write(&mut self, chunk: &[u8]) -> io::Result<()> {
+    /// Writes one chunk of the body: on a thread of its own where the
+    /// reader may stall, so that this future can be dropped (the attempt's
+    /// timers, a signal) while the write waits for the reader.
+    pub async fn write(&mut self, chunk: impl AsRef<[u8]> + Send + 'static) -> io::Result<()> {
         match self {
-            Sink::Stdout => {
+            Sink::Stdout { stalls } => {
                 if crate::stdio::was_closed(1) {
                     return Err(io::Error::from_raw_os_error(nix::libc::EBADF));
                 }
-                io::stdout().lock().write_all(chunk)
+                // SAFETY: fd 1 stays open for retry's life.
+                let stdout = || unsafe { BorrowedFd::borrow_raw(1) };
+                match stalls {
+                    true => {
+                        off_thread(move || crate::stdio::write_all(stdout(), chunk.as_ref())).await
+                    }
+                    false => crate::stdio::write_all(stdout(), chunk.as_ref()),
+                }
             }
-            Sink::Direct(f) => f.write_all(chunk),
+            Sink::Direct { file, stalls: true } => {
+                let file = Arc::clone(file);
+                off_thread(move || crate::stdio::write_all(file.as_fd(), chunk.as_ref())).await
+            }
+            Sink::Direct { file, .. } => crate::stdio::write_all(file.as_fd(), chunk.as_ref()),
             Sink::File(f) => {
+                let chunk = chunk.as_ref();
                 f.temp.file_mut().write_all(chunk)?;
                 f.len += chunk.len() as u64;
                 Ok(())
@@ -94,8 +135,8 @@ impl Sink<'_> {
 
     pub fn flush(&mut self) -> io::Result<()> {
         match self {
-            Sink::Stdout => io::stdout().lock().flush(),
-            Sink::Direct(f) => f.flush(),
+            // Written with write(2): nothing is buffered.
+            Sink::Stdout { .. } | Sink::Direct { .. } => Ok(()),
             Sink::File(f) => f.temp.file_mut().flush(),
         }
     }
@@ -104,12 +145,14 @@ impl Sink<'_> {
     /// temporary name.
     pub fn describe_error(&self, e: &io::Error) -> String {
         match (self, e.kind()) {
-            (Sink::Stdout, io::ErrorKind::BrokenPipe) => "stdout was closed by its reader".into(),
-            (Sink::Stdout, _) if e.raw_os_error() == Some(nix::libc::EBADF) => {
+            (Sink::Stdout { .. }, io::ErrorKind::BrokenPipe) => {
+                "stdout was closed by its reader".into()
+            }
+            (Sink::Stdout { .. }, _) if e.raw_os_error() == Some(nix::libc::EBADF) => {
                 "stdout is closed".into()
             }
-            (Sink::Stdout, _) => format!("stdout: {}", io_error(e)),
-            (Sink::Direct(_), _) => format!("--output: {}", io_error(e)),
+            (Sink::Stdout { .. }, _) => format!("stdout: {}", io_error(e)),
+            (Sink::Direct { .. }, _) => format!("--output: {}", io_error(e)),
             (Sink::File(f), _) => format!("{}: {}", f.target.path().display(), io_error(e)),
         }
     }
@@ -141,5 +184,15 @@ impl Sink<'_> {
                 io_error(&e)
             )
         })
+    }
+}
+
+/// `write` on a blocking thread, awaited. Dropping the future leaves the
+/// thread to finish, or to block until the process exits.
+async fn off_thread(write: impl FnOnce() -> io::Result<()> + Send + 'static) -> io::Result<()> {
+    match tokio::task::spawn_blocking(write).await {
+        Ok(done) => done,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(io::Error::other(e)),
     }
 }

@@ -239,7 +239,9 @@ pub async fn multiplexed(
 ) -> RedisResult<MultiplexedConnection> {
     let made = tokio::time::timeout(timeout, async {
         let Some(stream) = open(info.addr()).await? else {
-            let client = redis::Client::open(info.clone())?;
+            // TLS: the crate's own stream, trusting --state-cacert's
+            // certificates where given.
+            let client = super::link::client(info.clone())?;
             return client
                 .get_multiplexed_async_connection_with_config(config)
                 .await;
@@ -259,7 +261,7 @@ pub async fn multiplexed(
 pub async fn pubsub(info: &ConnectionInfo, timeout: Duration) -> RedisResult<redis::aio::PubSub> {
     let made = tokio::time::timeout(timeout, async {
         let Some(stream) = open(info.addr()).await? else {
-            return redis::Client::open(info.clone())?.get_async_pubsub().await;
+            return super::link::client(info.clone())?.get_async_pubsub().await;
         };
         redis::aio::PubSub::new(info.redis_settings(), stream).await
     })

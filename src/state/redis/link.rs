@@ -30,7 +30,7 @@
 //! carried it out. Whatever the topology, the session bounds every call.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
@@ -40,7 +40,7 @@ use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::cluster_async::ClusterConnection;
 use redis::{
     AsyncConnectionConfig, ConnectionAddr, ConnectionInfo, ErrorKind, IntoConnectionInfo,
-    RedisConnectionInfo, RedisError, Role,
+    RedisConnectionInfo, RedisError, Role, TlsCertificates,
 };
 
 use super::address::{Address, Auth, Node};
@@ -84,6 +84,29 @@ enum Kind {
         client: Box<ClusterClient>,
         conn: Option<ClusterConnection>,
     },
+}
+
+/// `--state-cacert`'s certificates (PEM), set once when the run's one
+/// store is made: every TLS connection to it, sentinels and cluster nodes
+/// included, trusts them in place of the system's roots.
+static ROOTS: OnceLock<Vec<u8>> = OnceLock::new();
+
+/// The trust `ROOTS` sets, if set.
+fn certificates() -> Option<TlsCertificates> {
+    ROOTS.get().map(|pem| TlsCertificates {
+        client_tls: None,
+        root_cert: Some(pem.clone()),
+    })
+}
+
+/// A client for `info`, trusting `ROOTS` when set.
+pub(super) fn client(info: ConnectionInfo) -> redis::RedisResult<redis::Client> {
+    match certificates() {
+        Some(certs) if matches!(info.addr(), ConnectionAddr::TcpTls { .. }) => {
+            redis::Client::build_with_tls(info, certs)
+        }
+        _ => redis::Client::open(info),
+    }
 }
 
 fn config() -> AsyncConnectionConfig {
@@ -142,7 +165,14 @@ fn invalid(e: RedisError) -> anyhow::Error {
 impl Link {
     /// The link to the servers at `address`; `password`, from a file,
     /// replaces the URL's.
-    pub fn new(address: Address, password: Option<String>) -> anyhow::Result<Link> {
+    pub fn new(
+        address: Address,
+        password: Option<String>,
+        roots: Option<Vec<u8>>,
+    ) -> anyhow::Result<Link> {
+        if let Some(pem) = roots {
+            let _ = ROOTS.set(pem);
+        }
         let kind = match address {
             Address::Single(url) => {
                 let mut info = url.as_str().into_connection_info().map_err(invalid)?;
@@ -151,7 +181,7 @@ impl Link {
                     info = info.set_redis_settings(settings);
                 }
                 Kind::Single {
-                    client: redis::Client::open(info).map_err(invalid)?,
+                    client: client(info).map_err(invalid)?,
                     conn: None,
                 }
             }
@@ -171,7 +201,11 @@ impl Link {
             Address::Cluster(c) => {
                 let redis = credentials(&c.auth, password);
                 let seeds = addresses(&c.seeds, c.tls, &redis)?;
-                let client = ClusterClientBuilder::new(seeds)
+                let mut builder = ClusterClientBuilder::new(seeds);
+                if let Some(certs) = certificates().filter(|_| c.tls) {
+                    builder = builder.certs(certs);
+                }
+                let client = builder
                     .connection_timeout(CONNECT_TIMEOUT)
                     .response_timeout(COMMAND_TIMEOUT)
                     .overall_response_timeout(Some(COMMAND_TIMEOUT))

@@ -15,6 +15,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, anyhow, bail};
 use redis::IntoConnectionInfo;
+use rustls::pki_types::pem::PemObject;
 
 use super::Store;
 use super::rules::{Admit, GroupState, Micros, Op, Plan, Reply, SCHEDULE_AHEAD, TRIAL_LEASE};
@@ -75,13 +76,34 @@ fn read_password(path: &Path) -> anyhow::Result<String> {
     Ok(line.to_string())
 }
 
+/// `--state-cacert`'s certificates, as the redis crate takes them: PEM
+/// text holding one at least, never a FIFO waiting for a writer.
+fn read_cacert(path: &Path) -> anyhow::Result<Vec<u8>> {
+    let shown = path.display();
+    let pem = crate::fsutil::read_regular(path, 1 << 20)
+        .with_context(|| format!("cannot read --state-cacert {shown}"))?;
+    let mut certs = rustls::pki_types::CertificateDer::pem_slice_iter(&pem);
+    match certs.next() {
+        Some(Ok(_)) => Ok(pem),
+        Some(Err(e)) => bail!("invalid --state-cacert {shown}: {e}"),
+        None => bail!(
+            "invalid --state-cacert {shown}: no certificate in it (-----BEGIN CERTIFICATE-----)"
+        ),
+    }
+}
+
 impl RedisStore {
-    pub fn new(url: &str, password_file: Option<&Path>) -> anyhow::Result<RedisStore> {
+    pub fn new(
+        url: &str,
+        password_file: Option<&Path>,
+        cacert: Option<&Path>,
+    ) -> anyhow::Result<RedisStore> {
         // The error names what is wrong, never the URL itself.
         let address = Address::parse(url).map_err(|why| anyhow!("invalid Redis URL: {why}"))?;
         let password = password_file.map(read_password).transpose()?;
+        let roots = cacert.map(read_cacert).transpose()?;
         Ok(RedisStore {
-            link: Link::new(address, password)?,
+            link: Link::new(address, password, roots)?,
             script: redis::Script::new(SCRIPT),
             sharing: 1,
         })

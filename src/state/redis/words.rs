@@ -8,6 +8,8 @@ use std::time::Duration;
 use anyhow::anyhow;
 use redis::{ConnectionAddr, RedisError};
 
+use crate::human::tls::{Advice, explain};
+
 /// How long a look at why a connection failed may take.
 const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 
@@ -86,33 +88,42 @@ async fn probe(addr: &ConnectionAddr) -> Probe {
 
 /// A TLS failure in words, if `e` is one.
 pub fn tls_words(e: &RedisError) -> Option<String> {
-    use rustls::Error as T;
+    type Shared = std::sync::Arc<dyn std::error::Error + Send + Sync>;
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = source {
-        let found = err.downcast_ref::<T>().or_else(|| {
+        // The crate keeps an I/O error behind an Arc, whose own source
+        // skips the TLS error inside: look through both.
+        let err = match err.downcast_ref::<Shared>() {
+            Some(shared) => &**shared as &(dyn std::error::Error + 'static),
+            None => err,
+        };
+        let found = err.downcast_ref::<rustls::Error>().or_else(|| {
             err.downcast_ref::<std::io::Error>()
                 .and_then(|io| io.get_ref())
-                .and_then(|inner| inner.downcast_ref::<T>())
+                .and_then(|inner| inner.downcast_ref::<rustls::Error>())
         });
         if let Some(t) = found {
-            return Some(match t {
-                T::InvalidMessage(_)
-                | T::InappropriateMessage { .. }
-                | T::InappropriateHandshakeMessage { .. } => {
-                    "the server does not speak TLS on this port (is it redis://?)".to_string()
-                }
-                T::InvalidCertificate(why) => {
-                    format!("the server's certificate is not trusted ({why:?})")
-                }
-                T::AlertReceived(alert) => {
-                    format!("the server ended the TLS handshake ({alert:?} alert)")
-                }
-                other => format!("TLS handshake failed: {other}"),
-            });
+            return Some(rustls_words(t));
         }
         source = err.source();
     }
     None
+}
+
+/// A TLS failure in HTTP mode's words: the store trusts the system's
+/// roots, which SSL_CERT_FILE replaces (or `--state-cacert`'s).
+fn rustls_words(t: &rustls::Error) -> String {
+    match t {
+        rustls::Error::InappropriateMessage { .. } => {
+            "the server does not speak TLS on this port (is it redis://?)".to_string()
+        }
+        other => explain(other, Advice::SystemOnly)
+            .replace("http://", "redis://")
+            .replace(
+                "(SSL_CERT_FILE adds trust anchors)",
+                "(--state-cacert FILE trusts a CA)",
+            ),
+    }
 }
 
 /// A Redis error on one line, without the crate's debugging decorations.
@@ -126,4 +137,38 @@ pub fn redis_words(e: &RedisError) -> String {
         return format!("{code} {detail}");
     }
     e.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::{CertificateError, Error};
+
+    /// As the crate hands a failed handshake over.
+    fn words(e: Error) -> String {
+        tls_words(&RedisError::from(std::io::Error::other(e))).expect("a TLS failure")
+    }
+
+    #[test]
+    fn certificate_failures_read_as_words_not_the_librarys_names() {
+        let unknown = words(Error::InvalidCertificate(CertificateError::UnknownIssuer));
+        assert_eq!(
+            unknown,
+            "the server's certificate is not trusted: it is not signed by a known authority (--state-cacert FILE trusts a CA)"
+        );
+        let ca = words(Error::InvalidCertificate(CertificateError::Other(
+            rustls::OtherError(std::sync::Arc::new(webpki::Error::CaUsedAsEndEntity)),
+        )));
+        assert_eq!(
+            ca,
+            "the server's certificate is not trusted: it is a CA certificate, used as a server's own"
+        );
+        for w in [&unknown, &ca] {
+            assert!(!w.contains("Other") && !w.contains("UnknownIssuer"), "{w}");
+        }
+        let plain = words(Error::InvalidMessage(
+            rustls::InvalidMessage::InvalidContentType,
+        ));
+        assert!(plain.contains("is it redis://?"), "{plain}");
+    }
 }

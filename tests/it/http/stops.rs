@@ -166,3 +166,98 @@ fn a_closed_stdout_exits_23_as_curl_does() {
         .expect("run retry through sh");
     assert_eq!(out.status.code(), Some(0));
 }
+
+/// `retry ARGS` with its stdout a pipe into `sleep 60`, which never reads.
+fn into_a_stopped_reader(args: &[&str]) -> crate::util::Running {
+    crate::util::retry(args).spawn_into_sleep()
+}
+
+/// Five times what a pipe holds: the write blocks once the reader stops.
+const BIG: usize = 5 * 1024 * 1024;
+
+#[test]
+fn max_time_ends_a_body_write_that_its_reader_stopped_taking() {
+    let s = Server::start(vec![reply(200).generated(BIG)]);
+    let out = into_a_stopped_reader(&["--max-time", "2s", "--http", &s.url]).wait();
+    // Before, the write held the run until the reader went (exit 23).
+    assert!(
+        out.elapsed < Duration::from_secs(8),
+        "took {:?}",
+        out.elapsed
+    );
+    out.expect_code(28);
+    let err = out.stderr_text();
+    assert!(
+        err.contains("stopped at --max-time after part of the body was written out"),
+        "{err}"
+    );
+}
+
+#[test]
+fn sigterm_ends_a_body_write_that_its_reader_stopped_taking() {
+    let s = Server::start(vec![reply(200).generated(BIG)]);
+    let run = into_a_stopped_reader(&["--http", &s.url]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let sent = Instant::now();
+    run.signal(nix::sys::signal::Signal::SIGTERM);
+    let out = run.wait();
+    assert!(
+        sent.elapsed() < Duration::from_secs(6),
+        "took {:?}",
+        sent.elapsed()
+    );
+    out.expect_code(143);
+}
+
+#[test]
+fn max_time_ends_a_body_write_to_a_fifo_whose_reader_stopped() {
+    let s = Server::start(vec![reply(200).generated(BIG)]);
+    let dir = crate::util::scratch();
+    let fifo = dir.path().join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    // A reader that opens the FIFO and never reads it: this test.
+    let reader = nix::fcntl::open(
+        &fifo,
+        nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_NONBLOCK,
+        nix::sys::stat::Mode::empty(),
+    )
+    .expect("open the FIFO for reading");
+    let fifo = fifo.to_str().expect("utf-8");
+    // Bounded by the harness: before, this write waited for the reader.
+    let out = crate::util::retry(["--max-time", "2s", "--http", &s.url, "-o", fifo])
+        .spawn()
+        .wait();
+    assert!(
+        out.elapsed < Duration::from_secs(8),
+        "took {:?}",
+        out.elapsed
+    );
+    out.expect_code(28);
+    let err = out.stderr_text();
+    assert!(
+        err.contains("after part of the body was written out"),
+        "{err}"
+    );
+    drop(reader);
+}
+
+#[test]
+fn a_reader_that_pauses_is_not_the_servers_silence() {
+    // The reader takes nothing for 2 s, four times --idle-timeout, while
+    // the server has long sent everything: the body arrives whole.
+    let body = content(1024 * 1024);
+    let s = Server::start(vec![reply(200).resource(&body, None, false)]);
+    let out = std::process::Command::new("bash")
+        .arg("-c")
+        .arg("set -o pipefail; \"$0\" --idle-timeout 500ms -n 1 --http \"$1\" | { sleep 2; cat; }")
+        .arg(crate::util::bin())
+        .arg(&s.url)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run retry through sh");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(out.stdout == *body, "the body arrived altered: {stderr}");
+}

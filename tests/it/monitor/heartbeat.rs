@@ -155,6 +155,34 @@ fn the_summary_is_masked_and_at_most_10_kb() {
 }
 
 #[test]
+fn a_ping_body_limit_keeps_the_summary_and_the_give_up_line() {
+    // healthchecks.io announces what it keeps of a body, and drops the
+    // rest: before, the monitor kept the oldest lines, not the give-up.
+    let hb = Recorder::start(|seen, _| match seen.path.ends_with("/start") {
+        true => Answer::With(200, "Ping-Body-Limit: 600"),
+        false => Answer::Status(200),
+    });
+    let (out, body) = given_up_with_summary(
+        &hb,
+        &["--max", "50", "--base", "1ms", "--cap", "1ms"],
+        "exit 1",
+        &[],
+    );
+    assert!(body.len() <= 600, "{} bytes:\n{body}", body.len());
+    assert!(
+        body.starts_with("outcome: exhausted\nexit status: 1\n"),
+        "{body}"
+    );
+    assert!(
+        body.contains("retry: giving up after 50 attempts"),
+        "{body}"
+    );
+    assert!(!body.contains("attempt 1/50 failed"), "{body}");
+    let err = out.stderr_text();
+    assert!(err.contains("keeps 600 bytes of a ping's body"), "{err}");
+}
+
+#[test]
 fn a_refusal_by_the_breaker_sends_75() {
     let hb = ok();
     let state = scratch();

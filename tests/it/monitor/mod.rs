@@ -143,6 +143,8 @@ struct Seen {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Answer {
     Status(u16),
+    /// A status with one more header line (`Name: value`).
+    With(u16, &'static str),
     Hang,
 }
 
@@ -246,20 +248,20 @@ fn serve(stream: TcpStream, log: &Mutex<Vec<Seen>>, answer: &dyn Fn(&Seen, usize
             seen.push(request.clone());
             seen.len() - 1
         };
-        match answer(&request, n) {
-            Answer::Status(code) => {
-                let reply = format!(
-                    "HTTP/1.1 {code} X\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nOK"
-                );
-                if out.write_all(reply.as_bytes()).is_err() {
-                    return;
-                }
-            }
+        let (code, extra) = match answer(&request, n) {
+            Answer::Status(code) => (code, String::new()),
+            Answer::With(code, header) => (code, format!("{header}\r\n")),
             Answer::Hang => {
                 // Keep the connection open and never answer.
                 thread::sleep(Duration::from_secs(120));
                 return;
             }
+        };
+        let reply = format!(
+            "HTTP/1.1 {code} X\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n{extra}\r\nOK"
+        );
+        if out.write_all(reply.as_bytes()).is_err() {
+            return;
         }
     }
 }

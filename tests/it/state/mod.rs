@@ -324,8 +324,9 @@ fn needs_the_store(url: &str) -> [&str; 6] {
     ]
 }
 
-/// Runs that need the store at `url`: trusted (`SSL_CERT_FILE` is `ca`),
-/// the store is used; not trusted, the run is refused for the certificate.
+/// Runs that need the store at `url`: trusted (`SSL_CERT_FILE` is `ca`, or
+/// `--state-cacert ca`), the store is used; not trusted, the run is
+/// refused for the certificate.
 #[track_caller]
 fn trusted_only(url: &str, ca: &Path) {
     let args = needs_the_store(url);
@@ -338,6 +339,11 @@ fn trusted_only(url: &str, ca: &Path) {
         "{}",
         out.stderr_text()
     );
+    // --state-cacert trusts the same CA for the store alone.
+    let ca = path_str(ca);
+    let mut args = args.to_vec();
+    args.extend(["--state-cacert", &ca]);
+    retry_sh(&args, "exit 0").run().expect_code(0);
 }
 
 /// The budget count `--state-show` reports.

@@ -279,3 +279,131 @@ fn rediss_urls_speak_tls_and_check_the_certificate() {
         out.stdout_text()
     );
 }
+
+#[test]
+fn rediss_certificate_errors_read_as_words_and_state_cacert_trusts_a_self_signed_one() {
+    // Untrusted: the words HTTP mode uses, not `UnknownIssuer`.
+    let (redis, _ca) = Redis::tls();
+    let out = retry_sh(&super::needs_the_store(&redis.url), "exit 0").run();
+    out.expect_code(125);
+    let err = out.stderr_text();
+    assert!(
+        err.contains("not signed by a known authority (--state-cacert FILE trusts a CA)"),
+        "{err}"
+    );
+    assert!(!err.contains("UnknownIssuer"), "{err}");
+    // The CA's own certificate as the server's, trusted as it is: named as
+    // such, not `Other(OtherError(CaUsedAsEndEntity))`.
+    let pki = crate::pki::Pki::new();
+    let d = pki.dir.path();
+    let port = crate::util::free_port();
+    let (port_s, cert, key) = (
+        port.to_string(),
+        path_str(&d.join("ca.pem")),
+        path_str(&d.join("ca.key")),
+    );
+    let args = [
+        "--port",
+        "0",
+        "--tls-port",
+        &port_s,
+        "--bind",
+        "127.0.0.1",
+        "--tls-cert-file",
+        &cert,
+        "--tls-key-file",
+        &key,
+        "--tls-auth-clients",
+        "no",
+    ];
+    let mut child = super::server(d, &args);
+    crate::util::wait_for_port(port, Duration::from_secs(10), "redis-server (TLS)");
+    let url = format!("rediss://127.0.0.1:{port}/0");
+    let out = retry_sh(&super::needs_the_store(&url), "exit 0")
+        .env("SSL_CERT_FILE", d.join("ca.pem"))
+        .run();
+    let _ = child.kill();
+    let _ = child.wait();
+    out.expect_code(125);
+    let err = out.stderr_text();
+    assert!(
+        err.contains("it is a CA certificate, used as a server's own"),
+        "{err}"
+    );
+    assert!(!err.contains("CaUsedAsEndEntity"), "{err}");
+    // A self-signed certificate that says it is no CA, trusted as it is.
+    pki.openssl(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-keyout",
+        "own.key",
+        "-out",
+        "own.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=127.0.0.1",
+        "-addext",
+        "basicConstraints=critical,CA:FALSE",
+        "-addext",
+        "subjectAltName=IP:127.0.0.1",
+    ]);
+    let port = crate::util::free_port();
+    let (port_s, cert, key) = (
+        port.to_string(),
+        path_str(&d.join("own.pem")),
+        path_str(&d.join("own.key")),
+    );
+    let args = [
+        "--port",
+        "0",
+        "--tls-port",
+        &port_s,
+        "--bind",
+        "127.0.0.1",
+        "--tls-cert-file",
+        &cert,
+        "--tls-key-file",
+        &key,
+        "--tls-auth-clients",
+        "no",
+    ];
+    let mut child = super::server(d, &args);
+    crate::util::wait_for_port(port, Duration::from_secs(10), "redis-server (TLS)");
+    let url = format!("rediss://127.0.0.1:{port}/0");
+    let out = retry_sh(&super::needs_the_store(&url), "exit 0")
+        .env("SSL_CERT_FILE", d.join("own.pem"))
+        .run();
+    out.expect_code(0);
+    // Or through --state-cacert, as --cacert does for HTTP mode.
+    let own = path_str(&d.join("own.pem"));
+    let mut args = super::needs_the_store(&url).to_vec();
+    args.extend(["--state-cacert", &own]);
+    let out = retry_sh(&args, "exit 0").run();
+    out.expect_code(0);
+    // A file without a certificate makes the store unusable; a store
+    // without TLS takes none.
+    let mut args = super::needs_the_store(&url).to_vec();
+    let key = path_str(&d.join("own.key"));
+    args.extend(["--state-cacert", &key]);
+    let out = retry_sh(&args, "exit 0").run();
+    out.expect_code(125);
+    assert!(
+        out.stderr_text().contains("invalid --state-cacert"),
+        "{}",
+        out.stderr_text()
+    );
+    let plain = format!("redis://127.0.0.1:{port}/0");
+    let mut args = super::needs_the_store(&plain).to_vec();
+    args.extend(["--state-cacert", &own]);
+    retry_sh(&args, "exit 0")
+        .run()
+        .expect_usage_line("--state-cacert applies only to a Redis store spoken to over TLS");
+    let _ = child.kill();
+    let _ = child.wait();
+}

@@ -120,7 +120,7 @@ fn both_stores_apply_the_pure_rules() {
         StoreAt::Dir(dir.path().join("state")),
         StoreAt::Url(redis.url.clone()),
     ] {
-        let mut store = AnyStore::new(&at, None).expect("store");
+        let mut store = AnyStore::new(&at, None, None).expect("store");
         rt.block_on(store.open("same")).expect("open");
         let got: Vec<Reply> = ops
             .iter()
