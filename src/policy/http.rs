@@ -11,7 +11,7 @@ use reqwest::Method;
 use reqwest::Url;
 use reqwest::header::{HeaderName, HeaderValue};
 
-use super::{UsageError, invalid, opt_list, opt_positive_duration, path_arg};
+use super::values::{UsageError, invalid, opt_list, opt_positive_duration, path_arg};
 use crate::attempt::http::{Body, CONNECT_TIMEOUT, Data, HttpOptions, IdempotencyKey, MAX_REDIRS};
 use crate::classify::{HttpRules, RETRY_AFTER_MAX, StatusSet};
 use crate::cli::HttpArgs;

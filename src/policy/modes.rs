@@ -11,7 +11,7 @@
 //! mode; the flag given does. A new mode is a bit here and a column in the
 //! rows; a new flag is a row (a test fails on a flag without one).
 
-use super::{Names, UsageError};
+use super::values::{Names, UsageError};
 use crate::cli::Cli;
 
 /// A mode, as the table knows it: one bit of a [`Takes`] set.

@@ -10,7 +10,8 @@ use std::path::Path;
 
 use reqwest::Url;
 
-use super::{Mode, Names, UsageError, path_arg};
+use super::Mode;
+use super::values::{self, Names, UsageError, path_arg};
 use crate::cli::Cli;
 use crate::finish::FinishOptions;
 use crate::finish::metrics::{MetricsOptions, is_label_name};
@@ -111,7 +112,7 @@ fn metrics(cli: &Cli, names: &Names, mode: &Mode) -> Result<Option<MetricsOption
 fn job_name(j: &str) -> Result<String, UsageError> {
     const FORM: &str = "a job name, such as backup (not empty, not starting with '-')";
     if j.trim().is_empty() || j.starts_with('-') {
-        return Err(super::invalid("--metrics-job", j, FORM));
+        return Err(values::invalid("--metrics-job", j, FORM));
     }
     Ok(j.to_string())
 }
@@ -138,7 +139,7 @@ fn default_job(cli: &Cli, mode: &Mode) -> String {
 
 fn label(pair: &str) -> Result<(String, String), UsageError> {
     let Some((key, value)) = pair.split_once('=') else {
-        return Err(super::invalid("--metrics-label", pair, LABEL_FORM));
+        return Err(values::invalid("--metrics-label", pair, LABEL_FORM));
     };
     if key == "job" {
         return Err(UsageError(
@@ -146,7 +147,7 @@ fn label(pair: &str) -> Result<(String, String), UsageError> {
         ));
     }
     if !is_label_name(key) || value.is_empty() {
-        return Err(super::invalid("--metrics-label", pair, LABEL_FORM));
+        return Err(values::invalid("--metrics-label", pair, LABEL_FORM));
     }
     Ok((key.to_string(), value.to_string()))
 }
@@ -165,8 +166,8 @@ fn names_a_host(s: &str) -> bool {
 
 /// An http(s) URL with a host; `shown` is how a message may show `s`.
 fn web_url(s: &str, shown: &str, flag: &str, form: &str) -> Result<Url, UsageError> {
-    if super::looks_like_an_option(s) {
-        return Err(super::missing_value(flag, s, form));
+    if values::looks_like_an_option(s) {
+        return Err(values::missing_value(flag, s, form));
     }
     // Not a URL, and no secret either: shown as it is.
     let shown = if s.trim_start().starts_with('-') {
@@ -174,9 +175,9 @@ fn web_url(s: &str, shown: &str, flag: &str, form: &str) -> Result<Url, UsageErr
     } else {
         shown
     };
-    let url = Url::parse(s.trim()).map_err(|_| super::invalid(flag, shown, form))?;
+    let url = Url::parse(s.trim()).map_err(|_| values::invalid(flag, shown, form))?;
     if !matches!(url.scheme(), "http" | "https") || !names_a_host(s.trim()) {
-        return Err(super::invalid(flag, shown, form));
+        return Err(values::invalid(flag, shown, form));
     }
     Ok(url)
 }
@@ -184,7 +185,7 @@ fn web_url(s: &str, shown: &str, flag: &str, form: &str) -> Result<Url, UsageErr
 fn push_url(s: &str, flag: &str) -> Result<Url, UsageError> {
     let url = web_url(s, &mask::url(s), flag, PUSH_FORM)?;
     if url.query().is_some() || url.fragment().is_some() {
-        return Err(super::invalid(flag, &mask::url(s), PUSH_FORM));
+        return Err(values::invalid(flag, &mask::url(s), PUSH_FORM));
     }
     Ok(url)
 }
@@ -267,7 +268,7 @@ fn ping(cli: &Cli, names: &Names) -> Result<Option<PingOptions>, UsageError> {
         (None, Some(path)) => {
             let flag = names.of("ping_file", "--ping-file");
             if !names.came_from_env("ping_file") {
-                super::path_arg(&flag, path, PING_FILE_FORM)?;
+                values::path_arg(&flag, path, PING_FILE_FORM)?;
             }
             let s = first_line(&flag, path, PING_FILE_FORM)?;
             let s = s.trim();

@@ -3,7 +3,7 @@
 
 use std::net::Ipv6Addr;
 
-use super::{UsageError, invalid, opt_positive_duration};
+use super::values::{UsageError, invalid, opt_positive_duration};
 use crate::attempt::http::CONNECT_TIMEOUT;
 use crate::attempt::tcp::{Target, TcpOptions};
 use crate::cli::Cli;
