@@ -23,7 +23,7 @@ pub mod hint;
 pub mod human;
 pub mod log;
 pub mod mask;
-mod mode;
+pub mod mode;
 pub mod policy;
 pub mod retry_policy;
 pub mod rng;
