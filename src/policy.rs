@@ -129,20 +129,14 @@ impl Config {
         )?;
         let (on_retry, on_give_up) = process::hooks(&cli, &process)?;
         // Each value is valid alone: which mode takes which flag.
-        modes::check(&cli, &names)?;
-        let command = std::mem::take(&mut cli.command);
-        let mode = mode(
-            command,
-            cli.dry_run,
-            Probe { request, tcp },
-            sim,
-            state.show,
-        )?;
+        let chosen = modes::check(&cli, &names)?;
         let finish = FinishOptions {
             hold: process.hold.clone(),
             on_give_up,
-            ..monitor::options(&cli, &names, &mode)?
+            ..monitor::options(&cli, &names, chosen)?
         };
+        let command = std::mem::take(&mut cli.command);
+        let mode = mode(chosen, command, Probe { request, tcp }, sim)?;
         Ok(Config {
             mode,
             policy,
@@ -163,41 +157,37 @@ struct Probe {
     tcp: Option<TcpOptions>,
 }
 
-/// Which of the modes the invocation asks for, once each is valid alone and
-/// `modes` has refused any two of them together.
+/// The mode `modes` chose, with its validated options.
 fn mode(
+    chosen: modes::Chosen,
     command: Vec<OsString>,
-    dry_run: bool,
     probe: Probe,
     sim: Option<SimOptions>,
-    state_show: bool,
 ) -> Result<Mode, UsageError> {
+    use modes::Kind;
     let Probe { request, tcp } = probe;
-    Ok(if state_show {
-        Mode::StateShow
-    } else if let Some(sim) = sim {
-        Mode::Simulate { sim }
-    } else if dry_run {
-        Mode::DryRun {
-            command: match (&request, &tcp) {
+    // Each value was validated by its concern when its flag was given.
+    let missing = || UsageError(modes::missing_command());
+    Ok(match chosen.kind {
+        Kind::StateShow => Mode::StateShow,
+        Kind::Simulate => Mode::Simulate {
+            sim: sim.ok_or_else(missing)?,
+        },
+        _ if chosen.dry_run => Mode::DryRun {
+            command: match (request, tcp) {
                 (Some(request), _) => request.display_words(),
                 (None, Some(tcp)) => tcp.display_words(),
                 (None, None) => command,
             },
-        }
-    } else if let Some(request) = request {
-        Mode::Http {
-            request: Box::new(request),
-        }
-    } else if let Some(probe) = tcp {
-        Mode::Tcp { probe }
-    } else if command.is_empty() {
-        return Err(UsageError(
-            "missing COMMAND: usage is 'retry [OPTIONS] -- COMMAND [ARG]...', 'retry [OPTIONS] --http URL', 'retry [OPTIONS] --tcp HOST:PORT' or 'retry [OPTIONS] --dry-run'"
-                .to_string(),
-        ));
-    } else {
-        Mode::Run { command }
+        },
+        Kind::Http => Mode::Http {
+            request: Box::new(request.ok_or_else(missing)?),
+        },
+        Kind::Tcp => Mode::Tcp {
+            probe: tcp.ok_or_else(missing)?,
+        },
+        Kind::Command if command.is_empty() => return Err(missing()),
+        Kind::Command => Mode::Run { command },
     })
 }
 

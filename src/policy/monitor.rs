@@ -10,7 +10,7 @@ use std::path::Path;
 
 use reqwest::Url;
 
-use super::Mode;
+use super::modes::Chosen;
 use super::values::{self, Names, UsageError, path_arg};
 use crate::cli::Cli;
 use crate::finish::FinishOptions;
@@ -27,25 +27,25 @@ const PASSWORD_FILE_FORM: &str = "a file whose first line is the Pushgateway's p
 /// The most of a secret file that is read: a URL or a password is a line.
 const SECRET_FILE_MAX: u64 = 64 * 1024;
 
-/// The monitoring options for `mode`.
-pub(super) fn options(cli: &Cli, names: &Names, mode: &Mode) -> Result<FinishOptions, UsageError> {
-    let runs_nothing = match mode {
-        Mode::DryRun { .. } | Mode::Simulate { .. } | Mode::StateShow => true,
-        Mode::Run { .. } | Mode::Http { .. } | Mode::Tcp { .. } => false,
-    };
-    if runs_nothing {
+/// The monitoring options for the mode chosen.
+pub(super) fn options(
+    cli: &Cli,
+    names: &Names,
+    chosen: Chosen,
+) -> Result<FinishOptions, UsageError> {
+    if chosen.dry_run || !chosen.kind.runs() {
         // `modes` has refused the flags; RETRY_PING, set for the user's
         // real runs, is left alone.
         return Ok(FinishOptions::default());
     }
     Ok(FinishOptions {
-        metrics: metrics(cli, names, mode)?,
+        metrics: metrics(cli, names, chosen)?,
         ping: ping(cli, names)?,
         ..FinishOptions::default()
     })
 }
 
-fn metrics(cli: &Cli, names: &Names, mode: &Mode) -> Result<Option<MetricsOptions>, UsageError> {
+fn metrics(cli: &Cli, names: &Names, chosen: Chosen) -> Result<Option<MetricsOptions>, UsageError> {
     let m = &cli.monitor;
     // Every value is judged first: a flag that took the next word as its
     // value is named as such, whatever else is missing.
@@ -102,7 +102,7 @@ fn metrics(cli: &Cli, names: &Names, mode: &Mode) -> Result<Option<MetricsOption
     Ok(Some(MetricsOptions {
         file: m.metrics_file.clone(),
         push,
-        job: job.unwrap_or_else(|| default_job(cli, mode)),
+        job: job.unwrap_or_else(|| default_job(cli, chosen)),
         labels,
     }))
 }
@@ -118,13 +118,16 @@ fn job_name(j: &str) -> Result<String, UsageError> {
 }
 
 /// The job when `--metrics-job` is not given: the group, else the
-/// command's name (`backup` for `/usr/local/bin/backup`), or `http`.
-fn default_job(cli: &Cli, mode: &Mode) -> String {
+/// mode's (`http`, `tcp`), or the command's name (`backup` for
+/// `/usr/local/bin/backup`).
+fn default_job(cli: &Cli, chosen: Chosen) -> String {
     if let Some(g) = cli.state.group.as_deref().filter(|g| !g.is_empty()) {
         return g.to_string();
     }
-    match mode {
-        Mode::Run { command } => command
+    match chosen.kind.default_job() {
+        Some(job) => job.to_string(),
+        None => cli
+            .command
             .first()
             .map(|c| {
                 let name = Path::new(c).file_name().unwrap_or(OsStr::new(c));
@@ -132,8 +135,6 @@ fn default_job(cli: &Cli, mode: &Mode) -> String {
             })
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| "retry".to_string()),
-        Mode::Tcp { .. } => "tcp".to_string(),
-        _ => "http".to_string(),
     }
 }
 
@@ -320,6 +321,7 @@ mod tests {
             "db"
         );
         assert_eq!(metrics(&["--http", "http://127.0.0.1:1/"]).job, "http");
+        assert_eq!(metrics(&["--tcp", "127.0.0.1:1"]).job, "tcp");
     }
 
     #[test]
