@@ -64,54 +64,8 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
             .ok_or_else(|| invalid("--method", m, "an HTTP method such as GET, POST or PUT"))?,
     };
 
-    let mut headers = Vec::with_capacity(args.headers.len());
-    let mut header_files = Vec::new();
-    for h in &args.headers {
-        if let Some(path) = h.strip_prefix('@') {
-            if path.is_empty() {
-                return Err(invalid(
-                    "--header",
-                    h,
-                    "'Name: value', or @FILE naming a file of such lines",
-                ));
-            }
-            header_files.push(PathBuf::from(path));
-            continue;
-        }
-        headers.push(parse_header(h).ok_or_else(|| {
-            invalid(
-                "--header",
-                h,
-                "'Name: value' such as 'Accept: text/plain', or @FILE",
-            )
-        })?);
-    }
-
-    if args.idempotency_key.is_some()
-        && headers
-            .iter()
-            .any(|(name, _)| name.as_str() == "idempotency-key")
-    {
-        return Err(UsageError(
-            "--idempotency-key and -H 'Idempotency-Key: ...' both set the key: give it once, with --idempotency-key KEY".to_string(),
-        ));
-    }
-    let idempotency_key = match args.idempotency_key.as_deref() {
-        None => None,
-        Some("auto") => Some(IdempotencyKey::Auto),
-        Some(k) => Some(IdempotencyKey::Given(
-            HeaderValue::from_str(k.trim())
-                .ok()
-                .filter(|v| !v.is_empty() && !k.trim().starts_with('-'))
-                .ok_or_else(|| {
-                    invalid(
-                        "--idempotency-key",
-                        k,
-                        "'auto' or a non-empty key of visible ASCII characters, not starting with '-'",
-                    )
-                })?,
-        )),
-    };
+    let (headers, header_files) = headers(args)?;
+    let idempotency_key = idempotency_key(args, &headers)?;
 
     let expect = opt_statuses("--expect", args.expect.as_deref())?;
     let retry_status = opt_statuses("--retry-status", args.retry_status.as_deref())?;
@@ -171,6 +125,68 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
         insecure: args.insecure,
     };
     Ok(Some((options, rules)))
+}
+
+/// Headers as given on the command line, name and value.
+type Headers = Vec<(HeaderName, HeaderValue)>;
+
+/// `--header`s: the headers given, and the @FILEs to read them from.
+fn headers(args: &HttpArgs) -> Result<(Headers, Vec<PathBuf>), UsageError> {
+    let mut headers = Vec::with_capacity(args.headers.len());
+    let mut header_files = Vec::new();
+    for h in &args.headers {
+        if let Some(path) = h.strip_prefix('@') {
+            if path.is_empty() {
+                return Err(invalid(
+                    "--header",
+                    h,
+                    "'Name: value', or @FILE naming a file of such lines",
+                ));
+            }
+            header_files.push(PathBuf::from(path));
+            continue;
+        }
+        headers.push(parse_header(h).ok_or_else(|| {
+            invalid(
+                "--header",
+                h,
+                "'Name: value' such as 'Accept: text/plain', or @FILE",
+            )
+        })?);
+    }
+    Ok((headers, header_files))
+}
+
+/// `--idempotency-key`, given once (not also as a header).
+fn idempotency_key(
+    args: &HttpArgs,
+    headers: &[(HeaderName, HeaderValue)],
+) -> Result<Option<IdempotencyKey>, UsageError> {
+    if args.idempotency_key.is_some()
+        && headers
+            .iter()
+            .any(|(name, _)| name.as_str() == "idempotency-key")
+    {
+        return Err(UsageError(
+            "--idempotency-key and -H 'Idempotency-Key: ...' both set the key: give it once, with --idempotency-key KEY".to_string(),
+        ));
+    }
+    Ok(match args.idempotency_key.as_deref() {
+        None => None,
+        Some("auto") => Some(IdempotencyKey::Auto),
+        Some(k) => Some(IdempotencyKey::Given(
+            HeaderValue::from_str(k.trim())
+                .ok()
+                .filter(|v| !v.is_empty() && !k.trim().starts_with('-'))
+                .ok_or_else(|| {
+                    invalid(
+                        "--idempotency-key",
+                        k,
+                        "'auto' or a non-empty key of visible ASCII characters, not starting with '-'",
+                    )
+                })?,
+        )),
+    })
 }
 
 /// A file flag's value, if given: not empty, and not taken for an option.
