@@ -75,7 +75,8 @@ never\t''"
 complete -c retry -l ci-annotations -d 'GitHub Actions annotations for failed attempts and giving up [default: auto]' -r -f -a "auto\t'decide from the surroundings'
 always\t''
 never\t''"
-complete -c retry -l tcp -d 'Wait for a TCP port: connect to HOST:PORT instead of running a command (repeatable: every target must accept once)' -r
+complete -c retry -l tcp -d 'Wait for a TCP port: connect to HOST:PORT (or a unix socket, unix:PATH) instead of running a command (repeatable: every target must accept once)' -r
+complete -c retry -l file -d 'Wait for a file: succeed once PATH exists instead of running a command (repeatable: every path must be there once; a path retry may not look at is permanent)' -r -F
 complete -c retry -l forever -d 'No attempt limit (still bounded by --max-time)'
 complete -c retry -l restart-on-success -d 'Start COMMAND again after a success too, as a service supervisor does; a quick exit still backs off, one up for --reset-after starts from the first step (not with --simulate, whose clients stop at their first success)'
 complete -c retry -l no-retry-on-timeout -d 'A timed-out attempt is a permanent failure (with a COMMAND: needs --timeout)'
@@ -91,6 +92,8 @@ complete -c retry -l compare -d 'Simulate every jitter kind under the same polic
 complete -c retry -l state-required -d 'Exit 125 when the state store cannot be used, instead of running without it'
 complete -c retry -l state-show -d 'Print the group\'s pace schedule, budget count and breaker state, and exit'
 complete -c retry -l ping-log -d 'Send a summary of the run (attempts, times, the log\'s last lines; masked, at most 10 KB) with the final ping'
+complete -c retry -l non-empty -d 'With --file: the file must also be non-empty (a token written whole, say)'
+complete -c retry -l directory -d 'With --file: the path must also be a directory'
 complete -c retry -l dry-run -d 'Print the delay schedule this policy produces and run nothing (what acts only on a run is refused with it: hooks, held output, --idle-timeout, the reports)'
 complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retry -s V -l version -d 'Print version'

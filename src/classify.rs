@@ -42,6 +42,9 @@ pub enum Status {
     Net { failure: NetFailure, detail: String },
     /// TCP mode: every target has accepted a connection.
     Connected,
+    /// `--file`: a path ready (success), not yet (retried), or one retry
+    /// may not look at (permanent).
+    Path { state: PathState, detail: String },
     /// The command succeeded, but retry could not write its held stdout
     /// out (`--last-stdout`): retry's own failure, and final, since part
     /// of the output may have gone out.
@@ -76,6 +79,17 @@ impl Status {
 
 /// What a command's output matched (`--retry-if-output`, `--stop-if-output`),
 /// naming the pattern. A stop match wins over a retry match.
+/// What a `--file` probe found at a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathState {
+    /// There, and as asked (`--non-empty`, `--directory`).
+    Ready,
+    /// Missing, empty, or not a directory yet.
+    NotYet,
+    /// retry may not look at it: waiting does not grant the permission.
+    Denied,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum OutputMatch {
     #[default]
@@ -213,6 +227,11 @@ pub fn classify(status: &Status, rules: &Rules) -> Verdict {
         | Status::Undelivered(_) => Verdict::Permanent,
         Status::CannotStart(_) => Verdict::Retryable,
         Status::Connected => Verdict::Success,
+        Status::Path { state, .. } => match state {
+            PathState::Ready => Verdict::Success,
+            PathState::NotYet => Verdict::Retryable,
+            PathState::Denied => Verdict::Permanent,
+        },
         Status::Http { .. } | Status::Net { .. } => http::classify(status, rules),
     }
 }
@@ -301,6 +320,8 @@ pub fn explain(status: &Status, rules: &Rules) -> String {
             ..
         } => format!("{status}, and --no-retry-on-timeout is set"),
         Status::Http { .. } | Status::Net { .. } => http::explain(status, rules),
+        // The status says why it stays so.
+        Status::Path { .. } => status.to_string(),
         _ => format!("{status} is not retried"),
     }
 }
@@ -331,6 +352,7 @@ impl fmt::Display for Status {
             Status::Net { failure, detail } if detail.is_empty() => write!(f, "{failure}"),
             Status::Net { failure, detail } => write!(f, "{failure}: {detail}"),
             Status::Connected => write!(f, "connected"),
+            Status::Path { detail, .. } => write!(f, "{detail}"),
             Status::Undelivered(why) => write!(f, "the command succeeded, but {why}"),
         }
     }

@@ -89,7 +89,7 @@ Environment:
     // Wide enough for the option table, narrow enough to read; help on a
     // smaller terminal still wraps to fit.
     max_term_width = 100,
-    override_usage = "retry [OPTIONS] -- COMMAND [ARG]...\n       retry [OPTIONS] --http URL\n       retry [OPTIONS] --tcp HOST:PORT [--tcp HOST:PORT]...\n       retry [OPTIONS] --dry-run\n       retry [OPTIONS] --simulate N (--outage DUR | --capacity RATE/s | --model occ)"
+    override_usage = "retry [OPTIONS] -- COMMAND [ARG]...\n       retry [OPTIONS] --http URL\n       retry [OPTIONS] --tcp HOST:PORT [--tcp HOST:PORT]...\n       retry [OPTIONS] --file PATH [--file PATH]...\n       retry [OPTIONS] --dry-run\n       retry [OPTIONS] --simulate N (--outage DUR | --capacity RATE/s | --model occ)"
 )]
 pub struct Cli {
     /// Attempts in total, the first included, N >= 1 [default: 5; none with --max-time alone]
@@ -487,8 +487,8 @@ pub struct Cli {
     )]
     pub ci_annotations: Option<WhenArg>,
 
-    /// Wait for a TCP port: connect to HOST:PORT instead of running a command (repeatable:
-    /// every target must accept once)
+    /// Wait for a TCP port: connect to HOST:PORT (or a unix socket, unix:PATH) instead of
+    /// running a command (repeatable: every target must accept once)
     #[arg(
         long = "tcp",
         value_name = "HOST:PORT",
@@ -496,6 +496,24 @@ pub struct Cli {
         help_heading = "Modes"
     )]
     pub tcp: Vec<String>,
+
+    /// Wait for a file: succeed once PATH exists instead of running a command (repeatable:
+    /// every path must be there once; a path retry may not look at is permanent)
+    #[arg(
+        long = "file",
+        value_name = "PATH",
+        allow_hyphen_values = true,
+        help_heading = "Modes"
+    )]
+    pub file: Vec<PathBuf>,
+
+    /// With --file: the file must also be non-empty (a token written whole, say)
+    #[arg(long, help_heading = "Modes")]
+    pub non_empty: bool,
+
+    /// With --file: the path must also be a directory
+    #[arg(long, help_heading = "Modes")]
+    pub directory: bool,
 
     /// Print the delay schedule this policy produces and run nothing (what acts only on a
     /// run is refused with it: hooks, held output, --idle-timeout, the reports)

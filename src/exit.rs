@@ -45,6 +45,10 @@ pub const HTTP_UNSUPPORTED: u8 = 1;
 /// A redirect's Location is not a URL (curl's 3, "URL malformed").
 pub const HTTP_BAD_URL: u8 = 3;
 
+/// File mode: a path was not there (or not as asked), or retry may not
+/// look at it (curl's 37, "couldn't read a file://").
+pub const FILE_NOT_READY: u8 = 37;
+
 /// One documented exit status: how it is written, and when it happens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Row {
@@ -101,7 +105,7 @@ pub const TABLE: &[Row] = &[
     row("6", "HTTP and TCP mode: the host name did not resolve"),
     row(
         "7",
-        "HTTP and TCP mode: could not connect (TCP: a target refused or was unreachable), or the connection broke before a response",
+        "HTTP and TCP mode: could not connect (TCP: a target refused or was unreachable, or a unix: path is not a socket retry may use), or the connection broke before a response",
     ),
     row(
         "8",
@@ -124,6 +128,10 @@ pub const TABLE: &[Row] = &[
         "HTTP and TCP mode: timed out (--timeout, --connect-timeout or --max-time, and in HTTP mode --idle-timeout; never retried once part of an HTTP body reached stdout)",
     ),
     row("35", "HTTP mode: TLS handshake or certificate failure"),
+    row(
+        "37",
+        "file mode: a path was not there (or empty with --non-empty, or not a directory with --directory) when retry gave up, or retry may not look at it (never retried)",
+    ),
     row("47", "HTTP mode: more redirects than --max-redirs"),
 ];
 
@@ -181,6 +189,7 @@ pub fn code(status: &Status, verdict: Verdict) -> u8 {
         Status::CannotStart(_) | Status::Undelivered(_) => INTERNAL,
         Status::NotExecutable(_) => NOT_EXECUTABLE,
         Status::Connected => SUCCESS,
+        Status::Path { .. } => FILE_NOT_READY,
         Status::Http { .. } => HTTP_NOT_ACCEPTED,
         Status::Net { failure, .. } => match failure {
             NetFailure::Dns => HTTP_DNS,
@@ -194,7 +203,9 @@ pub fn code(status: &Status, verdict: Verdict) -> u8 {
             NetFailure::TooManyRedirects => HTTP_TOO_MANY_REDIRECTS,
             NetFailure::RedirectRefused => HTTP_UNSUPPORTED,
             NetFailure::BadRedirect => HTTP_BAD_URL,
-            NetFailure::Connect | NetFailure::Lost | NetFailure::Other => HTTP_CONNECT,
+            NetFailure::Connect | NetFailure::Lost | NetFailure::NotUsable | NetFailure::Other => {
+                HTTP_CONNECT
+            }
         },
     }
 }

@@ -7,6 +7,7 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
+use crate::attempt::file::FileOptions;
 use crate::attempt::hook::Hook;
 use crate::attempt::http::HttpOptions;
 use crate::attempt::process::ProcessOptions;
@@ -17,6 +18,7 @@ use crate::log::LogOptions;
 use crate::retry_policy::Policy;
 
 mod duration;
+mod file;
 mod http;
 mod log;
 mod modes;
@@ -43,6 +45,8 @@ pub enum Mode {
     Http { request: Box<HttpOptions> },
     /// Wait until every TCP target accepts a connection.
     Tcp { probe: TcpOptions },
+    /// Wait until every path exists.
+    File { probe: FileOptions },
     /// Print the schedule; COMMAND (or the HTTP request), if given, is only shown.
     DryRun { command: Vec<OsString> },
     /// Simulate N clients against a model server and report.
@@ -108,6 +112,7 @@ impl Config {
         } else {
             http::from_args(&cli.http)?
         };
+        let file = file::from_args(&cli)?;
         let output = process::output(&cli)?;
         let request = http.map(|(request, rules)| {
             policy.rules.http = rules;
@@ -136,7 +141,7 @@ impl Config {
             ..monitor::options(&cli, &names, chosen)?
         };
         let command = std::mem::take(&mut cli.command);
-        let mode = mode(chosen, command, Probe { request, tcp }, sim)?;
+        let mode = mode(chosen, command, Probe { request, tcp, file }, sim)?;
         Ok(Config {
             mode,
             policy,
@@ -155,6 +160,7 @@ impl Config {
 struct Probe {
     request: Option<HttpOptions>,
     tcp: Option<TcpOptions>,
+    file: Option<FileOptions>,
 }
 
 /// The mode `modes` chose, with its validated options.
@@ -165,7 +171,7 @@ fn mode(
     sim: Option<SimOptions>,
 ) -> Result<Mode, UsageError> {
     use modes::Kind;
-    let Probe { request, tcp } = probe;
+    let Probe { request, tcp, file } = probe;
     // Each value was validated by its concern when its flag was given.
     let missing = || UsageError(modes::missing_command());
     Ok(match chosen.kind {
@@ -174,10 +180,11 @@ fn mode(
             sim: sim.ok_or_else(missing)?,
         },
         _ if chosen.dry_run => Mode::DryRun {
-            command: match (request, tcp) {
-                (Some(request), _) => request.display_words(),
-                (None, Some(tcp)) => tcp.display_words(),
-                (None, None) => command,
+            command: match (request, tcp, file) {
+                (Some(request), _, _) => request.display_words(),
+                (None, Some(tcp), _) => tcp.display_words(),
+                (None, None, Some(file)) => file.display_words(),
+                (None, None, None) => command,
             },
         },
         Kind::Http => Mode::Http {
@@ -185,6 +192,9 @@ fn mode(
         },
         Kind::Tcp => Mode::Tcp {
             probe: tcp.ok_or_else(missing)?,
+        },
+        Kind::File => Mode::File {
+            probe: file.ok_or_else(missing)?,
         },
         Kind::Command if command.is_empty() => return Err(missing()),
         Kind::Command => Mode::Run { command },

@@ -10,6 +10,7 @@ use crate::classify::{Limit, OutputMatch, Status};
 use crate::signals::Signals;
 
 mod children;
+pub mod file;
 pub mod hold;
 pub mod hook;
 pub mod http;

@@ -17,6 +17,7 @@ use crate::rng;
 
 pub mod command;
 pub mod dry_run;
+pub mod file;
 pub mod http;
 pub mod simulate;
 pub mod state_show;

@@ -23,6 +23,7 @@ pub(super) enum Kind {
     Command,
     Http,
     Tcp,
+    File,
     Simulate,
     StateShow,
 }
@@ -67,7 +68,7 @@ const MODES: &[ModeRow] = &[
         id: "command",
         flag: "COMMAND",
         bit: COMMAND,
-        precedence: 4,
+        precedence: 5,
         usage: "'retry [OPTIONS] -- COMMAND [ARG]...'",
         job: None,
         runs: Runs::Yes,
@@ -77,7 +78,7 @@ const MODES: &[ModeRow] = &[
         id: "url",
         flag: "--http",
         bit: HTTP,
-        precedence: 3,
+        precedence: 4,
         usage: "'retry [OPTIONS] --http URL'",
         job: Some("http"),
         runs: Runs::Yes,
@@ -90,6 +91,16 @@ const MODES: &[ModeRow] = &[
         precedence: 2,
         usage: "'retry [OPTIONS] --tcp HOST:PORT'",
         job: Some("tcp"),
+        runs: Runs::Yes,
+    },
+    ModeRow {
+        kind: Kind::File,
+        id: "file",
+        flag: "--file",
+        bit: FILE,
+        precedence: 3,
+        usage: "'retry [OPTIONS] --file PATH'",
+        job: Some("file"),
         runs: Runs::Yes,
     },
     ModeRow {
@@ -151,8 +162,9 @@ const SIMULATE: Takes = 8;
 const STATE_SHOW: Takes = 16;
 /// A dry run takes the flag (of the mode it previews).
 const DRY_RUN: Takes = 32;
+const FILE: Takes = 64;
 /// The modes that run something.
-const REAL: Takes = COMMAND | HTTP | TCP;
+const REAL: Takes = COMMAND | HTTP | TCP | FILE;
 const ALL: Takes = REAL | SIMULATE | STATE_SHOW | DRY_RUN;
 /// What shapes or describes a run, previewed by a dry run and accepted
 /// (and ignored) by `--state-show`.
@@ -167,6 +179,8 @@ enum Home {
     Policy,
     /// The request HTTP mode makes.
     Http,
+    /// What a path must be in file mode.
+    File,
     /// The exit codes of a COMMAND.
     ExitCodes,
     /// How a COMMAND's processes run.
@@ -219,6 +233,9 @@ const FLAGS: &[Flag] = &[
         .url
         .is_some()),
     row!("tcp", "--tcp", Mode, TCP | DRY_RUN, |c| !c.tcp.is_empty()),
+    row!("file", "--file", Mode, FILE | DRY_RUN, |c| !c
+        .file
+        .is_empty()),
     row!("simulate", "--simulate", Mode, SIMULATE, |c| c
         .sim
         .simulate
@@ -446,6 +463,11 @@ const FLAGS: &[Flag] = &[
         HTTP | TCP | DRY_RUN,
         |c| c.http.connect_timeout.is_some()
     ),
+    // What file mode waits for.
+    row!("non_empty", "--non-empty", File, FILE | DRY_RUN, |c| c
+        .non_empty),
+    row!("directory", "--directory", File, FILE | DRY_RUN, |c| c
+        .directory),
     // The simulated server and report.
     row!("outage", "--outage", Simulation, SIMULATE, |c| c
         .sim
@@ -658,6 +680,9 @@ fn refusal(flag: &Flag, kind: Kind) -> String {
         (_, Runs::Simulated) if flag.id == "restart_on_success" => {
             "--restart-on-success has no effect in --simulate: a simulated client stops at its first success; leave it out".to_string()
         }
+        (Home::File, Runs::Yes) => format!("{name} applies only to --file PATH: add --file PATH"),
+        (Home::File, Runs::Simulated) => simulate_real(name),
+        (Home::File, Runs::Prints(_)) => runs_nothing(flag, mode),
         (Home::Simulation, _) => {
             format!("{name} applies only to --simulate N: add --simulate with a number of clients")
         }

@@ -322,6 +322,8 @@ mod tests {
         );
         assert_eq!(metrics(&["--http", "http://127.0.0.1:1/"]).job, "http");
         assert_eq!(metrics(&["--tcp", "127.0.0.1:1"]).job, "tcp");
+        // Each mode names its job by its row, never another mode's.
+        assert_eq!(metrics(&["--file", "/run/token"]).job, "file");
     }
 
     #[test]

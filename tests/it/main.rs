@@ -20,6 +20,7 @@ mod monitor;
 mod need;
 mod output;
 mod pki;
+mod probes;
 mod process;
 mod pty;
 mod replay;
