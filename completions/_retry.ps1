@@ -67,6 +67,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--connect-timeout', '--connect-timeout', [CompletionResultType]::ParameterName, 'Time limit for establishing each connection, with --http or --tcp [default: 10s]')
             [CompletionResult]::new('--max-redirs', '--max-redirs', [CompletionResultType]::ParameterName, 'Redirects to follow in one attempt; more exits 47 (0: do not follow) [default: 10]')
             [CompletionResult]::new('--retry-after-max', '--retry-after-max', [CompletionResultType]::ParameterName, 'Longest Retry-After to wait for; a server asking more ends the run [default: 10m]')
+            [CompletionResult]::new('--unix-socket', '--unix-socket', [CompletionResultType]::ParameterName, 'Connect through this unix socket instead of to the URL''s host (as curl''s --unix-socket; Docker''s API, say)')
             [CompletionResult]::new('--cacert', '--cacert', [CompletionResultType]::ParameterName, 'Also trust the CA certificates in this PEM file')
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Write the accepted response''s body to FILE instead of stdout')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Write the accepted response''s body to FILE instead of stdout')

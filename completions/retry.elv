@@ -64,6 +64,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --connect-timeout 'Time limit for establishing each connection, with --http or --tcp [default: 10s]'
             cand --max-redirs 'Redirects to follow in one attempt; more exits 47 (0: do not follow) [default: 10]'
             cand --retry-after-max 'Longest Retry-After to wait for; a server asking more ends the run [default: 10m]'
+            cand --unix-socket 'Connect through this unix socket instead of to the URL''s host (as curl''s --unix-socket; Docker''s API, say)'
             cand --cacert 'Also trust the CA certificates in this PEM file'
             cand -o 'Write the accepted response''s body to FILE instead of stdout'
             cand --output 'Write the accepted response''s body to FILE instead of stdout'

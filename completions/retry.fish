@@ -42,6 +42,7 @@ complete -c retry -l json -d 'JSON request body: the string, or @FILE; sent with
 complete -c retry -l connect-timeout -d 'Time limit for establishing each connection, with --http or --tcp [default: 10s]' -r
 complete -c retry -l max-redirs -d 'Redirects to follow in one attempt; more exits 47 (0: do not follow) [default: 10]' -r
 complete -c retry -l retry-after-max -d 'Longest Retry-After to wait for; a server asking more ends the run [default: 10m]' -r
+complete -c retry -l unix-socket -d 'Connect through this unix socket instead of to the URL\'s host (as curl\'s --unix-socket; Docker\'s API, say)' -r -F
 complete -c retry -l cacert -d 'Also trust the CA certificates in this PEM file' -r -F
 complete -c retry -s o -l output -d 'Write the accepted response\'s body to FILE instead of stdout' -r -F
 complete -c retry -l expect -d 'Statuses that count as success (e.g. 200,204 or 2xx) [default: 2xx]' -r

@@ -79,6 +79,7 @@ module completions {
     --connect-timeout: string # Time limit for establishing each connection, with --http or --tcp [default: 10s]
     --max-redirs: string      # Redirects to follow in one attempt; more exits 47 (0: do not follow) [default: 10]
     --retry-after-max: string # Longest Retry-After to wait for; a server asking more ends the run [default: 10m]
+    --unix-socket: path       # Connect through this unix socket instead of to the URL's host (as curl's --unix-socket; Docker's API, say)
     --cacert: path            # Also trust the CA certificates in this PEM file
     --insecure                # Do not verify the server's certificate (warned about on every run)
     --output(-o): path        # Write the accepted response's body to FILE instead of stdout

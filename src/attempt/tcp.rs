@@ -238,6 +238,35 @@ async fn probe(target: &Target, within: Duration) -> Result<SocketAddr, Status> 
     Err(last)
 }
 
+/// What a path that is there but is no socket is, in words. connect(2)
+/// says ECONNREFUSED for such a file too: its type tells them apart.
+fn not_a_socket(path: &Path) -> Option<&'static str> {
+    let kind = std::fs::metadata(path).ok()?.file_type();
+    match () {
+        () if kind.is_socket() => None,
+        () if kind.is_dir() => Some("a directory"),
+        () => Some("not a socket"),
+    }
+}
+
+/// A connection through the unix socket at `path` failed with `status`
+/// (HTTP mode's `--unix-socket`): a path that is no socket is permanent.
+pub fn through_socket(path: &Path, status: Status) -> Status {
+    match status {
+        Status::Net {
+            failure: NetFailure::Connect,
+            ..
+        } => match not_a_socket(path) {
+            Some(what) => Status::Net {
+                failure: NetFailure::NotUsable,
+                detail: format!("--unix-socket {}: {what}", path.display()),
+            },
+            None => status,
+        },
+        other => other,
+    }
+}
+
 /// Connect to a unix socket: what accepted, or why it did not.
 async fn probe_unix(path: &Path, within: Duration) -> Result<String, Status> {
     let shown = format!("unix:{}", path.display());
@@ -249,15 +278,7 @@ async fn probe_unix(path: &Path, within: Duration) -> Result<String, Status> {
             Ok("a unix socket".to_string())
         }
         Ok(Err(e)) => {
-            // connect(2) says ECONNREFUSED for a file that is no socket
-            // too: its type tells them apart.
-            let kind = std::fs::metadata(path).map(|m| m.file_type());
-            if kind.as_ref().is_ok_and(|k| !k.is_socket()) {
-                let what = if kind.is_ok_and(|k| k.is_dir()) {
-                    "a directory"
-                } else {
-                    "not a socket"
-                };
+            if let Some(what) = not_a_socket(path) {
                 return Err(fail(NetFailure::NotUsable, format!("{shown}: {what}")));
             }
             let failure = if e.kind() == std::io::ErrorKind::PermissionDenied {

@@ -94,6 +94,11 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
     let output = args.output.as_deref().filter(|o| o.as_os_str() != "-");
     file_arg("--output", output, "a file name, or - for stdout")?;
     file_arg(
+        "--unix-socket",
+        args.unix_socket.as_deref(),
+        "the path of a unix socket, such as /var/run/docker.sock",
+    )?;
+    file_arg(
         "--cacert",
         args.cacert.as_deref(),
         "a file of PEM certificates",
@@ -123,6 +128,7 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
         idempotency_key,
         cacert: args.cacert.clone(),
         insecure: args.insecure,
+        unix_socket: args.unix_socket.clone(),
     };
     Ok(Some((options, rules)))
 }

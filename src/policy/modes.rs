@@ -424,6 +424,10 @@ const FLAGS: &[Flag] = &[
         .http
         .cacert
         .is_some()),
+    row!("unix_socket", "--unix-socket", Http, HTTP | DRY_RUN, |c| c
+        .http
+        .unix_socket
+        .is_some()),
     row!("insecure", "--insecure", Http, HTTP | DRY_RUN, |c| c
         .http
         .insecure),

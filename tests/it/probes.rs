@@ -190,3 +190,80 @@ fn the_probes_share_every_mode_s_contract() {
     let text = std::fs::read_to_string(&metrics).unwrap();
     assert!(text.contains("job=\"file\""), "{text}");
 }
+
+/// An HTTP server on a unix socket, in Python, bound after `delay`
+/// seconds; it answers every GET with the path asked and the Host header.
+fn socket_http_server(sock: &std::path::Path, delay: f64) -> std::process::Child {
+    let script = format!(
+        r#"
+import http.server, socketserver, time
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = ("%s %s\n" % (self.path, self.headers.get("Host"))).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+time.sleep({delay})
+socketserver.UnixStreamServer({path:?}, H).serve_forever()
+"#,
+        path = path_str(sock)
+    );
+    Command::new("python3")
+        .args(["-c", &script])
+        .spawn()
+        .expect("python3")
+}
+
+/// `--unix-socket` as curl has it: the request goes through the socket,
+/// the URL still gives the path and the Host header; a socket bound late
+/// is waited for.
+#[test]
+fn http_through_a_unix_socket_bound_late() {
+    let dir = scratch();
+    let sock = dir.path().join("api.sock");
+    let mut server = socket_http_server(&sock, 0.6);
+    let out = retry(args(&[
+        "--max-time",
+        "15s",
+        "--unix-socket",
+        &path_str(&sock),
+        "--http",
+        "http://docker/v1.43/_ping",
+    ]))
+    .run();
+    let _ = server.kill();
+    let _ = server.wait();
+    out.expect_code(0);
+    assert_eq!(out.stdout_text(), "/v1.43/_ping docker\n");
+    assert!(done(&out)["attempts"].as_u64().unwrap() >= 2);
+    let command = &out.json()[0]["command"];
+    assert!(command.to_string().contains("--unix-socket"), "{command}");
+}
+
+#[test]
+fn http_through_a_path_that_is_not_a_socket_is_permanent() {
+    let dir = scratch();
+    let file = dir.path().join("plain");
+    std::fs::write(&file, "x").unwrap();
+    let out = retry(args(&[
+        "--max=5",
+        "--unix-socket",
+        &path_str(&file),
+        "--http",
+        "http://localhost/",
+    ]))
+    .run();
+    out.expect_code(7);
+    let d = done(&out);
+    assert_eq!(d["attempts"], 1);
+    assert!(
+        d["reason"].as_str().unwrap().contains("not a socket"),
+        "{d}"
+    );
+    let out = retry(["--unix-socket", "/x", "--", "true"]).run();
+    out.expect_code(2);
+    assert!(out.stderr_text().contains("applies only to HTTP mode"));
+}
