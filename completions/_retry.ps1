@@ -91,7 +91,7 @@ Register-ArgumentCompleter -Native -CommandName 'retry' -ScriptBlock {
             [CompletionResult]::new('--metrics-file', '--metrics-file', [CompletionResultType]::ParameterName, 'Write the run''s metrics to PATH for node_exporter''s textfile collector')
             [CompletionResult]::new('--metrics-push', '--metrics-push', [CompletionResultType]::ParameterName, 'Push the run''s metrics to a Prometheus Pushgateway at URL, e.g. http://pushgateway:9091')
             [CompletionResult]::new('--metrics-push-password-file', '--metrics-push-password-file', [CompletionResultType]::ParameterName, 'Read the Pushgateway''s password from FILE (its first line), not from the URL')
-            [CompletionResult]::new('--metrics-job', '--metrics-job', [CompletionResultType]::ParameterName, 'The metrics'' job label (Pushgateway: grouping key) [default: --group, else COMMAND''s name, http or tcp]')
+            [CompletionResult]::new('--metrics-job', '--metrics-job', [CompletionResultType]::ParameterName, 'The metrics'' job label (Pushgateway: grouping key) [default: --group, else COMMAND''s name, or the mode: http, tcp, file]')
             [CompletionResult]::new('--metrics-label', '--metrics-label', [CompletionResultType]::ParameterName, 'Add a label to the metrics (Pushgateway: a grouping key), e.g. instance=$(hostname); repeatable')
             [CompletionResult]::new('--ping', '--ping', [CompletionResultType]::ParameterName, 'Ping a heartbeat monitor at URL (healthchecks.io protocol)')
             [CompletionResult]::new('--ping-file', '--ping-file', [CompletionResultType]::ParameterName, 'Read --ping''s URL from FILE (its first line), so that it never shows in ps')

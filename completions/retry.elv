@@ -88,7 +88,7 @@ set edit:completion:arg-completer[retry] = {|@words|
             cand --metrics-file 'Write the run''s metrics to PATH for node_exporter''s textfile collector'
             cand --metrics-push 'Push the run''s metrics to a Prometheus Pushgateway at URL, e.g. http://pushgateway:9091'
             cand --metrics-push-password-file 'Read the Pushgateway''s password from FILE (its first line), not from the URL'
-            cand --metrics-job 'The metrics'' job label (Pushgateway: grouping key) [default: --group, else COMMAND''s name, http or tcp]'
+            cand --metrics-job 'The metrics'' job label (Pushgateway: grouping key) [default: --group, else COMMAND''s name, or the mode: http, tcp, file]'
             cand --metrics-label 'Add a label to the metrics (Pushgateway: a grouping key), e.g. instance=$(hostname); repeatable'
             cand --ping 'Ping a heartbeat monitor at URL (healthchecks.io protocol)'
             cand --ping-file 'Read --ping''s URL from FILE (its first line), so that it never shows in ps'

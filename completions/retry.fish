@@ -66,7 +66,7 @@ complete -c retry -l breaker -d 'After THRESHOLD failed runs in a row, refuse to
 complete -c retry -l metrics-file -d 'Write the run\'s metrics to PATH for node_exporter\'s textfile collector' -r -F
 complete -c retry -l metrics-push -d 'Push the run\'s metrics to a Prometheus Pushgateway at URL, e.g. http://pushgateway:9091' -r
 complete -c retry -l metrics-push-password-file -d 'Read the Pushgateway\'s password from FILE (its first line), not from the URL' -r -F
-complete -c retry -l metrics-job -d 'The metrics\' job label (Pushgateway: grouping key) [default: --group, else COMMAND\'s name, http or tcp]' -r
+complete -c retry -l metrics-job -d 'The metrics\' job label (Pushgateway: grouping key) [default: --group, else COMMAND\'s name, or the mode: http, tcp, file]' -r
 complete -c retry -l metrics-label -d 'Add a label to the metrics (Pushgateway: a grouping key), e.g. instance=$(hostname); repeatable' -r
 complete -c retry -l ping -d 'Ping a heartbeat monitor at URL (healthchecks.io protocol)' -r
 complete -c retry -l ping-file -d 'Read --ping\'s URL from FILE (its first line), so that it never shows in ps' -r -F

@@ -107,7 +107,7 @@ module completions {
     --metrics-file: path      # Write the run's metrics to PATH for node_exporter's textfile collector
     --metrics-push: string    # Push the run's metrics to a Prometheus Pushgateway at URL, e.g. http://pushgateway:9091
     --metrics-push-password-file: path # Read the Pushgateway's password from FILE (its first line), not from the URL
-    --metrics-job: string     # The metrics' job label (Pushgateway: grouping key) [default: --group, else COMMAND's name, http or tcp]
+    --metrics-job: string     # The metrics' job label (Pushgateway: grouping key) [default: --group, else COMMAND's name, or the mode: http, tcp, file]
     --metrics-label: string   # Add a label to the metrics (Pushgateway: a grouping key), e.g. instance=$(hostname); repeatable
     --ping: string            # Ping a heartbeat monitor at URL (healthchecks.io protocol)
     --ping-file: path         # Read --ping's URL from FILE (its first line), so that it never shows in ps
