@@ -10,7 +10,9 @@ use std::time::Duration;
 /// SIGPIPE's number on Linux, where retry runs.
 const SIGPIPE: i32 = 13;
 
+mod grpc;
 mod http;
+pub use grpc::{GrpcAnswer, code_name};
 pub use http::{HttpRules, NetFailure, RETRY_AFTER_MAX, StatusSet};
 
 /// What happened to one attempt, as reported by an attempt runner.
@@ -45,6 +47,8 @@ pub enum Status {
     /// `--file`: a path ready (success), not yet (retried), or one retry
     /// may not look at (permanent).
     Path { state: PathState, detail: String },
+    /// gRPC mode: what the health check answered, and the server's message.
+    Grpc { answer: GrpcAnswer, detail: String },
     /// The command succeeded, but retry could not write its held stdout
     /// out (`--last-stdout`): retry's own failure, and final, since part
     /// of the output may have gone out.
@@ -227,6 +231,7 @@ pub fn classify(status: &Status, rules: &Rules) -> Verdict {
         | Status::Undelivered(_) => Verdict::Permanent,
         Status::CannotStart(_) => Verdict::Retryable,
         Status::Connected => Verdict::Success,
+        Status::Grpc { ref answer, .. } => grpc::classify(answer, rules),
         Status::Path { state, .. } => match state {
             PathState::Ready => Verdict::Success,
             PathState::NotYet => Verdict::Retryable,
@@ -322,6 +327,7 @@ pub fn explain(status: &Status, rules: &Rules) -> String {
         Status::Http { .. } | Status::Net { .. } => http::explain(status, rules),
         // The status says why it stays so.
         Status::Path { .. } => status.to_string(),
+        Status::Grpc { .. } => grpc::explain(status),
         _ => format!("{status} is not retried"),
     }
 }
@@ -353,6 +359,8 @@ impl fmt::Display for Status {
             Status::Net { failure, detail } => write!(f, "{failure}: {detail}"),
             Status::Connected => write!(f, "connected"),
             Status::Path { detail, .. } => write!(f, "{detail}"),
+            Status::Grpc { answer, detail } if detail.is_empty() => write!(f, "{answer}"),
+            Status::Grpc { answer, detail } => write!(f, "{answer}: {detail}"),
             Status::Undelivered(why) => write!(f, "the command succeeded, but {why}"),
         }
     }

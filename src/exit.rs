@@ -49,6 +49,12 @@ pub const HTTP_BAD_URL: u8 = 3;
 /// look at it (curl's 37, "couldn't read a file://").
 pub const FILE_NOT_READY: u8 = 37;
 
+/// gRPC mode: the server was not SERVING when retry gave up
+/// (grpc-health-probe's "unhealthy").
+pub const GRPC_NOT_SERVING: u8 = 4;
+/// gRPC mode: the check failed with gRPC status N: 100 + N.
+pub const GRPC_STATUS_BASE: u8 = 100;
+
 /// One documented exit status: how it is written, and when it happens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Row {
@@ -133,6 +139,14 @@ pub const TABLE: &[Row] = &[
         "file mode: a path was not there (or empty with --non-empty, or not a directory with --directory) when retry gave up, or retry may not look at it (never retried)",
     ),
     row("47", "HTTP mode: more redirects than --max-redirs"),
+    row(
+        "4",
+        "gRPC mode: the server answered NOT_SERVING (or UNKNOWN) when retry gave up",
+    ),
+    row(
+        "100+N",
+        "gRPC mode: the health check failed with gRPC status N: 112 UNIMPLEMENTED (no health service; never retried), 105 NOT_FOUND (unknown service; retried for 10s from the first attempt), 114 UNAVAILABLE, 116 UNAUTHENTICATED, 107 PERMISSION_DENIED, 103 INVALID_ARGUMENT (never retried); a connection that failed is 6, 7, 28 or 35 as in HTTP mode",
+    ),
 ];
 
 /// The "Exit status" section of `--help`, drawn from [`TABLE`] and wrapped
@@ -190,6 +204,14 @@ pub fn code(status: &Status, verdict: Verdict) -> u8 {
         Status::NotExecutable(_) => NOT_EXECUTABLE,
         Status::Connected => SUCCESS,
         Status::Path { .. } => FILE_NOT_READY,
+        Status::Grpc { ref answer, .. } => match answer {
+            crate::classify::GrpcAnswer::Serving => SUCCESS,
+            crate::classify::GrpcAnswer::NotServing(_) => GRPC_NOT_SERVING,
+            crate::classify::GrpcAnswer::UnknownService(_) => GRPC_STATUS_BASE + 5,
+            crate::classify::GrpcAnswer::Code(c) => {
+                GRPC_STATUS_BASE.saturating_add(u8::try_from((*c).clamp(0, 23)).unwrap_or(23))
+            }
+        },
         Status::Http { .. } => HTTP_NOT_ACCEPTED,
         Status::Net { failure, .. } => match failure {
             NetFailure::Dns => HTTP_DNS,

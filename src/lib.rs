@@ -74,6 +74,7 @@ fn run_main() -> u8 {
         Mode::Http { request } => mode::http::main(&config, request, started, seed),
         Mode::Tcp { probe } => mode::tcp::main(&config, probe, started, seed),
         Mode::File { probe } => mode::file::main(&config, probe, started, seed),
+        Mode::Grpc { probe } => mode::grpc::main(&config, probe, started, seed),
         Mode::DryRun { command } => mode::dry_run::main(&config, command, seed),
         Mode::Simulate { sim } => mode::simulate::main(&config, sim, seed),
         Mode::StateShow => mode::state_show::main(&config),

@@ -8,6 +8,7 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use crate::attempt::file::FileOptions;
+use crate::attempt::grpc::GrpcOptions;
 use crate::attempt::hook::Hook;
 use crate::attempt::http::HttpOptions;
 use crate::attempt::process::ProcessOptions;
@@ -19,6 +20,7 @@ use crate::retry_policy::Policy;
 
 mod duration;
 mod file;
+mod grpc;
 mod http;
 mod log;
 mod modes;
@@ -47,6 +49,8 @@ pub enum Mode {
     Tcp { probe: TcpOptions },
     /// Wait until every path exists.
     File { probe: FileOptions },
+    /// Wait until a gRPC server's health check says SERVING.
+    Grpc { probe: Box<GrpcOptions> },
     /// Print the schedule; COMMAND (or the HTTP request), if given, is only shown.
     DryRun { command: Vec<OsString> },
     /// Simulate N clients against a model server and report.
@@ -106,8 +110,9 @@ impl Config {
             )
         };
         let tcp = tcp::from_args(&cli)?;
-        // --connect-timeout is TCP mode's too.
-        let http = if tcp.is_some() {
+        let grpc = grpc::from_args(&cli)?;
+        // --connect-timeout is TCP and gRPC mode's too.
+        let http = if tcp.is_some() || grpc.is_some() {
             None
         } else {
             http::from_args(&cli.http)?
@@ -141,7 +146,17 @@ impl Config {
             ..monitor::options(&cli, &names, chosen)?
         };
         let command = std::mem::take(&mut cli.command);
-        let mode = mode(chosen, command, Probe { request, tcp, file }, sim)?;
+        let mode = mode(
+            chosen,
+            command,
+            Probe {
+                request,
+                tcp,
+                file,
+                grpc,
+            },
+            sim,
+        )?;
         Ok(Config {
             mode,
             policy,
@@ -161,6 +176,7 @@ struct Probe {
     request: Option<HttpOptions>,
     tcp: Option<TcpOptions>,
     file: Option<FileOptions>,
+    grpc: Option<GrpcOptions>,
 }
 
 /// The mode `modes` chose, with its validated options.
@@ -171,7 +187,12 @@ fn mode(
     sim: Option<SimOptions>,
 ) -> Result<Mode, UsageError> {
     use modes::Kind;
-    let Probe { request, tcp, file } = probe;
+    let Probe {
+        request,
+        tcp,
+        file,
+        grpc,
+    } = probe;
     // Each value was validated by its concern when its flag was given.
     let missing = || UsageError(modes::missing_command());
     Ok(match chosen.kind {
@@ -180,11 +201,12 @@ fn mode(
             sim: sim.ok_or_else(missing)?,
         },
         _ if chosen.dry_run => Mode::DryRun {
-            command: match (request, tcp, file) {
-                (Some(request), _, _) => request.display_words(),
-                (None, Some(tcp), _) => tcp.display_words(),
-                (None, None, Some(file)) => file.display_words(),
-                (None, None, None) => command,
+            command: match (request, tcp, file, grpc) {
+                (Some(request), ..) => request.display_words(),
+                (None, Some(tcp), ..) => tcp.display_words(),
+                (None, None, Some(file), _) => file.display_words(),
+                (None, None, None, Some(grpc)) => grpc.display_words(),
+                (None, None, None, None) => command,
             },
         },
         Kind::Http => Mode::Http {
@@ -192,6 +214,9 @@ fn mode(
         },
         Kind::Tcp => Mode::Tcp {
             probe: tcp.ok_or_else(missing)?,
+        },
+        Kind::Grpc => Mode::Grpc {
+            probe: Box::new(grpc.ok_or_else(missing)?),
         },
         Kind::File => Mode::File {
             probe: file.ok_or_else(missing)?,

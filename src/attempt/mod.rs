@@ -11,6 +11,7 @@ use crate::signals::Signals;
 
 mod children;
 pub mod file;
+pub mod grpc;
 pub mod hold;
 pub mod hook;
 pub mod http;

@@ -24,6 +24,7 @@ pub(super) enum Kind {
     Http,
     Tcp,
     File,
+    Grpc,
     Simulate,
     StateShow,
 }
@@ -68,7 +69,7 @@ const MODES: &[ModeRow] = &[
         id: "command",
         flag: "COMMAND",
         bit: COMMAND,
-        precedence: 5,
+        precedence: 6,
         usage: "'retry [OPTIONS] -- COMMAND [ARG]...'",
         job: None,
         runs: Runs::Yes,
@@ -78,7 +79,7 @@ const MODES: &[ModeRow] = &[
         id: "url",
         flag: "--http",
         bit: HTTP,
-        precedence: 4,
+        precedence: 5,
         usage: "'retry [OPTIONS] --http URL'",
         job: Some("http"),
         runs: Runs::Yes,
@@ -101,6 +102,16 @@ const MODES: &[ModeRow] = &[
         precedence: 3,
         usage: "'retry [OPTIONS] --file PATH'",
         job: Some("file"),
+        runs: Runs::Yes,
+    },
+    ModeRow {
+        kind: Kind::Grpc,
+        id: "grpc",
+        flag: "--grpc",
+        bit: GRPC,
+        precedence: 4,
+        usage: "'retry [OPTIONS] --grpc HOST:PORT'",
+        job: Some("grpc"),
         runs: Runs::Yes,
     },
     ModeRow {
@@ -163,8 +174,9 @@ const STATE_SHOW: Takes = 16;
 /// A dry run takes the flag (of the mode it previews).
 const DRY_RUN: Takes = 32;
 const FILE: Takes = 64;
+const GRPC: Takes = 128;
 /// The modes that run something.
-const REAL: Takes = COMMAND | HTTP | TCP | FILE;
+const REAL: Takes = COMMAND | HTTP | TCP | FILE | GRPC;
 const ALL: Takes = REAL | SIMULATE | STATE_SHOW | DRY_RUN;
 /// What shapes or describes a run, previewed by a dry run and accepted
 /// (and ignored) by `--state-show`.
@@ -181,6 +193,8 @@ enum Home {
     Http,
     /// What a path must be in file mode.
     File,
+    /// How gRPC mode asks.
+    Grpc,
     /// The exit codes of a COMMAND.
     ExitCodes,
     /// How a COMMAND's processes run.
@@ -236,6 +250,7 @@ const FLAGS: &[Flag] = &[
     row!("file", "--file", Mode, FILE | DRY_RUN, |c| !c
         .file
         .is_empty()),
+    row!("grpc", "--grpc", Mode, GRPC | DRY_RUN, |c| c.grpc.is_some()),
     row!("simulate", "--simulate", Mode, SIMULATE, |c| c
         .sim
         .simulate
@@ -420,7 +435,7 @@ const FLAGS: &[Flag] = &[
         HTTP | DRY_RUN,
         |c| c.http.retry_after_max.is_some()
     ),
-    row!("cacert", "--cacert", Http, HTTP | DRY_RUN, |c| c
+    row!("cacert", "--cacert", Http, HTTP | GRPC | DRY_RUN, |c| c
         .http
         .cacert
         .is_some()),
@@ -428,7 +443,7 @@ const FLAGS: &[Flag] = &[
         .http
         .unix_socket
         .is_some()),
-    row!("insecure", "--insecure", Http, HTTP | DRY_RUN, |c| c
+    row!("insecure", "--insecure", Http, HTTP | GRPC | DRY_RUN, |c| c
         .http
         .insecure),
     row!("output", "--output", Http, HTTP | DRY_RUN, |c| c
@@ -464,8 +479,25 @@ const FLAGS: &[Flag] = &[
         "connect_timeout",
         "--connect-timeout",
         Http,
-        HTTP | TCP | DRY_RUN,
+        HTTP | TCP | GRPC | DRY_RUN,
         |c| c.http.connect_timeout.is_some()
+    ),
+    // How gRPC mode asks.
+    row!(
+        "grpc_service",
+        "--grpc-service",
+        Grpc,
+        GRPC | DRY_RUN,
+        |c| c.grpc_service.is_some()
+    ),
+    row!("grpc_tls", "--grpc-tls", Grpc, GRPC | DRY_RUN, |c| c
+        .grpc_tls),
+    row!(
+        "grpc_authority",
+        "--grpc-authority",
+        Grpc,
+        GRPC | DRY_RUN,
+        |c| c.grpc_authority.is_some()
     ),
     // What file mode waits for.
     row!("non_empty", "--non-empty", File, FILE | DRY_RUN, |c| c
@@ -684,6 +716,9 @@ fn refusal(flag: &Flag, kind: Kind) -> String {
         (_, Runs::Simulated) if flag.id == "restart_on_success" => {
             "--restart-on-success has no effect in --simulate: a simulated client stops at its first success; leave it out".to_string()
         }
+        (Home::Grpc, Runs::Yes) => format!("{name} applies only to --grpc HOST:PORT: add --grpc HOST:PORT"),
+        (Home::Grpc, Runs::Simulated) => simulate_real(name),
+        (Home::Grpc, Runs::Prints(_)) => runs_nothing(flag, mode),
         (Home::File, Runs::Yes) => format!("{name} applies only to --file PATH: add --file PATH"),
         (Home::File, Runs::Simulated) => simulate_real(name),
         (Home::File, Runs::Prints(_)) => runs_nothing(flag, mode),

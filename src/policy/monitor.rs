@@ -324,6 +324,7 @@ mod tests {
         assert_eq!(metrics(&["--tcp", "127.0.0.1:1"]).job, "tcp");
         // Each mode names its job by its row, never another mode's.
         assert_eq!(metrics(&["--file", "/run/token"]).job, "file");
+        assert_eq!(metrics(&["--grpc", "127.0.0.1:50051"]).job, "grpc");
     }
 
     #[test]

@@ -47,7 +47,7 @@ fn socket(given: &str) -> Option<PathBuf> {
 }
 
 /// `HOST:PORT`, `[IPv6]:PORT`.
-fn target(given: &str) -> Option<Target> {
+pub(super) fn target(given: &str) -> Option<Target> {
     let t = given.trim();
     let (host, port) = match t.strip_prefix('[') {
         Some(rest) => {

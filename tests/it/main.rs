@@ -7,6 +7,7 @@ mod docs;
 mod dry_run;
 mod examples;
 mod forever;
+mod grpc;
 mod hints;
 mod hold;
 mod hold_limits;

@@ -369,6 +369,9 @@ impl ProcessAttempt {
         streams: &mut Streams,
     ) {
         self.details.duration = Some(child.started.elapsed());
+        if self.hook_env.is_none() {
+            self.details.hint = crate::hint::grpc_probe_command(&self.command);
+        }
         if ended.handed
             && let Some(t) = &self.terminal
         {
