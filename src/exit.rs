@@ -115,7 +115,7 @@ pub const TABLE: &[Row] = &[
     ),
     row(
         "8",
-        "HTTP mode: the reply is not HTTP (garbage, TLS on an http:// URL, conflicting lengths, a malformed status)",
+        "HTTP mode: the reply is not HTTP (garbage, TLS on an http:// URL, conflicting lengths, a malformed status); gRPC mode: a TLS server asked without --grpc-tls",
     ),
     row(
         "18",

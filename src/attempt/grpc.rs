@@ -168,10 +168,20 @@ impl GrpcAttempt {
                     detail: String::new(),
                 }
             }
-            Err(s) if s.code() == tonic::Code::Unavailable && s.message().is_empty() => {
+            // Not the server's answer: the connection failed under the call.
+            Err(s) if std::error::Error::source(&s).is_some() => {
+                let target = &self.opts.target;
+                if self.tls.is_none()
+                    && super::http::reply::speaks_tls(&target.host, target.port).await
+                {
+                    return Status::Net {
+                        failure: NetFailure::BadReply,
+                        detail: "the server speaks TLS here: add --grpc-tls".to_string(),
+                    };
+                }
                 Status::Net {
                     failure: NetFailure::Lost,
-                    detail: self.opts.target.shown(),
+                    detail: format!("{}: {}", target.shown(), root(&s)),
                 }
             }
             Err(s) => Status::Grpc {
@@ -233,7 +243,8 @@ impl GrpcAttempt {
                 match e.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>()) {
                     Some(t) => fail(
                         NetFailure::Tls,
-                        tls::explain(t, tls::Advice::for_http(self.cacert)),
+                        tls::explain(t, tls::Advice::for_http(self.cacert))
+                            .replace("(is it http://?)", "(leave out --grpc-tls)"),
                     ),
                     None => fail(
                         NetFailure::Tls,

@@ -198,6 +198,11 @@ fn tls_with_a_test_ca() {
     let addr = format!("127.0.0.1:{}", s.port);
     let ca = pki.path("ca.pem");
     run(&["--grpc", &addr, "--grpc-tls", "--cacert", &ca]).expect_code(0);
+    // Plaintext to a TLS server: said once, not retried.
+    let out = run(&["--max", "3", "--grpc", &addr]);
+    out.expect_code(8);
+    assert_eq!(done(&out)["attempts"], 1);
+    assert!(reason(&out).contains("add --grpc-tls"), "{}", reason(&out));
     let out = run(&["--max", "1", "--grpc", &addr, "--grpc-tls"]);
     out.expect_code(35);
     assert!(reason(&out).contains("--cacert FILE"), "{}", reason(&out));
