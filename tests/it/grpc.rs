@@ -285,4 +285,16 @@ fn grpc_shares_every_mode_s_contract() {
         "{}",
         out.stderr_text()
     );
+    // Installed, and failing: the give-up line says it too.
+    let probe = dir.path().join("grpc-health-probe");
+    std::fs::write(&probe, "#!/bin/sh\nexit 2\n").unwrap();
+    std::fs::set_permissions(&probe, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = retry(["--max", "1", "--", &path_str(&probe), "-addr=db:50051"]).run();
+    out.expect_code(2);
+    assert!(
+        out.stderr_text()
+            .contains("did you mean retry --grpc db:50051"),
+        "{}",
+        out.stderr_text()
+    );
 }
