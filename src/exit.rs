@@ -145,7 +145,7 @@ pub const TABLE: &[Row] = &[
     ),
     row(
         "100+N",
-        "gRPC mode: the health check failed with gRPC status N: 112 UNIMPLEMENTED (no health service; never retried), 105 NOT_FOUND (unknown service; retried for 10s from the first attempt), 114 UNAVAILABLE, 116 UNAUTHENTICATED, 107 PERMISSION_DENIED, 103 INVALID_ARGUMENT (never retried); a connection that failed is 6, 7, 28 or 35 as in HTTP mode",
+        "gRPC mode: the health check failed with gRPC status N: 112 UNIMPLEMENTED (no health service; never retried), 105 NOT_FOUND (unknown service; retried for 10s from the first attempt), 104 DEADLINE_EXCEEDED (also a call given 10s without --timeout), 114 UNAVAILABLE, 116 UNAUTHENTICATED, 107 PERMISSION_DENIED, 103 INVALID_ARGUMENT (never retried); a connection that failed is 6, 7, 28 or 35 as in HTTP mode",
     ),
 ];
 

@@ -35,6 +35,12 @@ use crate::signals::{Signals, is_terminating, suspend_self};
 /// attempt: a server may listen before it has registered every service.
 pub const NOT_FOUND_GRACE: Duration = Duration::from_secs(10);
 
+/// How long a call may take when no `--timeout` or `--max-time` bounds the
+/// attempt: sent to the server as the call's deadline, as gRPC clients do,
+/// so that a server that accepts and never answers is not waited for
+/// forever.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// gRPC mode's options, as validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GrpcOptions {
@@ -118,8 +124,9 @@ impl GrpcAttempt {
         })
     }
 
-    /// One connection and one call: the status it ends with.
-    async fn check(&self) -> Status {
+    /// One connection and one call (bounded by `limit`, if any): the
+    /// status it ends with.
+    async fn check(&self, limit: Option<Duration>) -> Status {
         let io = match self.connect().await {
             Ok(io) => io,
             Err(status) => return status,
@@ -154,9 +161,12 @@ impl GrpcAttempt {
                 };
             }
         };
-        let request = HealthCheckRequest {
+        let mut request = tonic::Request::new(HealthCheckRequest {
             service: self.opts.service.clone(),
-        };
+        });
+        if let Some(limit) = limit {
+            request.set_timeout(limit);
+        }
         match HealthClient::new(channel).check(request).await {
             Ok(reply) => {
                 let answer = match reply.into_inner().status() {
@@ -168,6 +178,15 @@ impl GrpcAttempt {
                     detail: String::new(),
                 }
             }
+            // The call's own deadline (`limit`), passed here: as the server
+            // would have said it.
+            Err(s) if limit.is_some() && root(&s) == "Timeout expired" => Status::Grpc {
+                answer: GrpcAnswer::Code(DEADLINE_EXCEEDED),
+                detail: format!(
+                    "no answer in {} (without --timeout, a call is given that long)",
+                    crate::human::human(CALL_TIMEOUT)
+                ),
+            },
             // Not the server's answer: the connection failed under the call.
             Err(s) if std::error::Error::source(&s).is_some() => {
                 let target = &self.opts.target;
@@ -269,7 +288,9 @@ impl Attempt for GrpcAttempt {
         let first = *self.first.get_or_insert_with(Instant::now);
         let limit = ctx.deadline.map_or(Limit::Attempt, |(_, l)| l);
         let wake = ctx.deadline.map(|(at, _)| at);
-        let check = self.check();
+        // The attempt's own deadline bounds the call when there is one.
+        let call = ctx.deadline.is_none().then_some(CALL_TIMEOUT);
+        let check = self.check(call);
         tokio::pin!(check);
         let status = loop {
             tokio::select! {
@@ -309,6 +330,8 @@ impl Attempt for GrpcAttempt {
 
 /// gRPC's NOT_FOUND: the health service does not know the service named.
 const NOT_FOUND: i32 = 5;
+/// gRPC's DEADLINE_EXCEEDED: the call took longer than its deadline.
+const DEADLINE_EXCEEDED: i32 = 4;
 
 /// The innermost cause of a transport error, in words.
 fn root(e: &(dyn std::error::Error + 'static)) -> String {

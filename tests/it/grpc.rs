@@ -177,6 +177,28 @@ fn a_named_service_is_waited_for_within_the_grace_only() {
     assert!(reason(&out).contains("other.Svc"), "{}", reason(&out));
 }
 
+/// A server that accepts and never answers: without --timeout the call is
+/// given 10 s, as its deadline, and ends as DEADLINE_EXCEEDED (exit 104).
+#[test]
+fn a_silent_server_is_given_the_call_deadline() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = silent.local_addr().unwrap().to_string();
+    let started = Instant::now();
+    let out = run(&["--max", "1", "--grpc", &addr]);
+    out.expect_code(104);
+    assert!(started.elapsed() >= Duration::from_secs(10));
+    assert!(
+        reason(&out).contains("DEADLINE_EXCEEDED"),
+        "{}",
+        reason(&out)
+    );
+    // With --timeout, that is the bound instead.
+    let started = Instant::now();
+    let out = run(&["--max", "1", "--timeout", "1s", "--grpc", &addr]);
+    out.expect_code(28);
+    assert!(started.elapsed() < Duration::from_secs(8));
+}
+
 #[test]
 fn a_refused_connection_is_retried_and_exits_7() {
     let addr = format!("127.0.0.1:{}", free_port());
