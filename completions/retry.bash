@@ -23,7 +23,7 @@ _retry() {
 
     case "${cmd}" in
         retry)
-            opts="-n -b -c -m -j -t -k -q -v -X -H -d -o -h -V --max --forever --backoff --base --cap --multiplier --jitter --jitter-max --max-time --timeout --idle-timeout --reset-after --restart-on-success --stagger --seed --retry-on --stop-on --success-on --retry-if-output --stop-if-output --no-retry-on-timeout --stop-signal --kill-after --foreground --replay-stdin --replay-stdin-max --hold-output --last-stdout --hold-max --on-retry --on-give-up --nested --quiet --verbose --log-format --log-file --http --method --header --data --data-binary --json --connect-timeout --max-redirs --retry-after-max --retry-after-spread --cacert --insecure --output --expect --retry-status --idempotency-key --retry-non-idempotent --simulate --outage --capacity --capacity-burst --fixed-window --model --compare --format --plot --group --state --state-password-file --state-cacert --state-required --state-show --pace --pace-burst --budget --breaker --metrics-file --metrics-push --metrics-push-password-file --metrics-job --metrics-label --ping --ping-file --ping-log --report --github-output --otlp-endpoint --trace-context --color --ci-annotations --tcp --dry-run --help --version"
+            opts="-n -b -c -m -j -t -k -q -v -X -H -d -o -h -V --max --forever --backoff --base --cap --multiplier --jitter --jitter-max --max-time --timeout --idle-timeout --reset-after --restart-on-success --stagger --seed --retry-on --stop-on --success-on --retry-if-output --stop-if-output --no-retry-on-timeout --stop-signal --kill-after --foreground --replay-stdin --replay-stdin-max --hold-output --last-stdout --hold-max --on-retry --on-give-up --nested --quiet --verbose --log-format --log-file --http --method --header --data --data-binary --json --connect-timeout --max-redirs --retry-after-max --retry-after-spread --unix-socket --cacert --insecure --output --expect --retry-status --idempotency-key --retry-non-idempotent --simulate --outage --capacity --capacity-burst --fixed-window --model --compare --format --plot --group --state --state-password-file --state-cacert --state-required --state-show --pace --pace-burst --budget --breaker --metrics-file --metrics-push --metrics-push-password-file --metrics-job --metrics-label --ping --ping-file --ping-log --report --github-output --otlp-endpoint --trace-context --color --ci-annotations --tcp --file --non-empty --directory --grpc --grpc-service --grpc-tls --grpc-authority --dry-run --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -217,6 +217,10 @@ _retry() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --unix-socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --cacert)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -358,6 +362,22 @@ _retry() {
                     return 0
                     ;;
                 --tcp)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --grpc)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --grpc-service)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --grpc-authority)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -43,6 +43,7 @@ complete -c retry -l connect-timeout -d 'Time limit for establishing each connec
 complete -c retry -l max-redirs -d 'Redirects to follow in one attempt; more exits 47 (0: do not follow) [default: 10]' -r
 complete -c retry -l retry-after-max -d 'Longest wait a server may ask for (Retry-After or a rate-limit field); asking more ends the run [default: 10m]' -r
 complete -c retry -l retry-after-spread -d 'After a wait the server asked for (Retry-After or a rate-limit field), spread the next attempt over DUR by the jitter (0: exactly at it) [default: the backoff delay]' -r
+complete -c retry -l unix-socket -d 'Connect through this unix socket instead of to the URL\'s host (as curl\'s --unix-socket; Docker\'s API, say)' -r -F
 complete -c retry -l cacert -d 'Also trust the CA certificates in this PEM file' -r -F
 complete -c retry -s o -l output -d 'Write the accepted response\'s body to FILE instead of stdout' -r -F
 complete -c retry -l expect -d 'Statuses that count as success (e.g. 200,204 or 2xx) [default: 2xx]' -r
@@ -68,7 +69,7 @@ complete -c retry -l breaker -d 'After THRESHOLD failed runs in a row, refuse to
 complete -c retry -l metrics-file -d 'Write the run\'s metrics to PATH for node_exporter\'s textfile collector' -r -F
 complete -c retry -l metrics-push -d 'Push the run\'s metrics to a Prometheus Pushgateway at URL, e.g. http://pushgateway:9091' -r
 complete -c retry -l metrics-push-password-file -d 'Read the Pushgateway\'s password from FILE (its first line), not from the URL' -r -F
-complete -c retry -l metrics-job -d 'The metrics\' job label (Pushgateway: grouping key) [default: --group, else COMMAND\'s name, http or tcp]' -r
+complete -c retry -l metrics-job -d 'The metrics\' job label (Pushgateway: grouping key) [default: --group, else COMMAND\'s name, or the mode: http, tcp, file, grpc]' -r
 complete -c retry -l metrics-label -d 'Add a label to the metrics (Pushgateway: a grouping key), e.g. instance=$(hostname); repeatable' -r
 complete -c retry -l ping -d 'Ping a heartbeat monitor at URL (healthchecks.io protocol)' -r
 complete -c retry -l ping-file -d 'Read --ping\'s URL from FILE (its first line), so that it never shows in ps' -r -F
@@ -84,7 +85,11 @@ never\t''"
 complete -c retry -l ci-annotations -d 'GitHub Actions annotations for failed attempts and giving up [default: auto]' -r -f -a "auto\t'decide from the surroundings'
 always\t''
 never\t''"
-complete -c retry -l tcp -d 'Wait for a TCP port: connect to HOST:PORT instead of running a command (repeatable: every target must accept once)' -r
+complete -c retry -l tcp -d 'Wait for a TCP port: connect to HOST:PORT (or a unix socket, unix:PATH) instead of running a command (repeatable: every target must accept once)' -r
+complete -c retry -l file -d 'Wait for a file: succeed once PATH exists instead of running a command (repeatable: every path must be there once; a path retry may not look at is permanent)' -r -F
+complete -c retry -l grpc -d 'Check a gRPC server\'s health (grpc.health.v1.Health/Check) at HOST:PORT instead of running a command: SERVING succeeds, NOT_SERVING is retried, no health service is permanent' -r
+complete -c retry -l grpc-service -d 'With --grpc: the service to ask about [default: the server as a whole]' -r
+complete -c retry -l grpc-authority -d 'With --grpc: the server\'s name, for its :authority and its TLS certificate, where HOST is an address' -r
 complete -c retry -l forever -d 'No attempt limit (still bounded by --max-time)'
 complete -c retry -l restart-on-success -d 'Start COMMAND again after a success too, as a service supervisor does; a quick exit still backs off, one up for --reset-after starts from the first step (not with --simulate, whose clients stop at their first success)'
 complete -c retry -l no-retry-on-timeout -d 'A timed-out attempt is a permanent failure (with a COMMAND: needs --timeout)'
@@ -100,6 +105,9 @@ complete -c retry -l compare -d 'Simulate every jitter kind under the same polic
 complete -c retry -l state-required -d 'Exit 125 when the state store cannot be used, instead of running without it'
 complete -c retry -l state-show -d 'Print the group\'s pace schedule, budget count and breaker state, and exit'
 complete -c retry -l ping-log -d 'Send a summary of the run (attempts, times, the log\'s last lines; masked, at most 10 KB) with the final ping'
+complete -c retry -l non-empty -d 'With --file: the file must also be non-empty (a token written whole, say)'
+complete -c retry -l directory -d 'With --file: the path must also be a directory'
+complete -c retry -l grpc-tls -d 'With --grpc: TLS, with HTTP mode\'s --cacert and --insecure'
 complete -c retry -l dry-run -d 'Print the delay schedule this policy produces and run nothing (what acts only on a run is refused with it: hooks, held output, --idle-timeout, the reports)'
 complete -c retry -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c retry -s V -l version -d 'Print version'

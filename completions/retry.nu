@@ -84,6 +84,7 @@ module completions {
     --max-redirs: string      # Redirects to follow in one attempt; more exits 47 (0: do not follow) [default: 10]
     --retry-after-max: string # Longest wait a server may ask for (Retry-After or a rate-limit field); asking more ends the run [default: 10m]
     --retry-after-spread: string # After a wait the server asked for (Retry-After or a rate-limit field), spread the next attempt over DUR by the jitter (0: exactly at it) [default: the backoff delay]
+    --unix-socket: path       # Connect through this unix socket instead of to the URL's host (as curl's --unix-socket; Docker's API, say)
     --cacert: path            # Also trust the CA certificates in this PEM file
     --insecure                # Do not verify the server's certificate (warned about on every run)
     --output(-o): path        # Write the accepted response's body to FILE instead of stdout
@@ -113,7 +114,7 @@ module completions {
     --metrics-file: path      # Write the run's metrics to PATH for node_exporter's textfile collector
     --metrics-push: string    # Push the run's metrics to a Prometheus Pushgateway at URL, e.g. http://pushgateway:9091
     --metrics-push-password-file: path # Read the Pushgateway's password from FILE (its first line), not from the URL
-    --metrics-job: string     # The metrics' job label (Pushgateway: grouping key) [default: --group, else COMMAND's name, http or tcp]
+    --metrics-job: string     # The metrics' job label (Pushgateway: grouping key) [default: --group, else COMMAND's name, or the mode: http, tcp, file, grpc]
     --metrics-label: string   # Add a label to the metrics (Pushgateway: a grouping key), e.g. instance=$(hostname); repeatable
     --ping: string            # Ping a heartbeat monitor at URL (healthchecks.io protocol)
     --ping-file: path         # Read --ping's URL from FILE (its first line), so that it never shows in ps
@@ -124,7 +125,14 @@ module completions {
     --trace-context: string   # Whether each attempt gets a trace context of its own (TRACEPARENT; traceparent for --http): on (the default) or off
     --color: string@"nu-complete retry color" # Colour retry's own log prefix and outcome words [default: auto]
     --ci-annotations: string@"nu-complete retry ci_annotations" # GitHub Actions annotations for failed attempts and giving up [default: auto]
-    --tcp: string             # Wait for a TCP port: connect to HOST:PORT instead of running a command (repeatable: every target must accept once)
+    --tcp: string             # Wait for a TCP port: connect to HOST:PORT (or a unix socket, unix:PATH) instead of running a command (repeatable: every target must accept once)
+    --file: path              # Wait for a file: succeed once PATH exists instead of running a command (repeatable: every path must be there once; a path retry may not look at is permanent)
+    --non-empty               # With --file: the file must also be non-empty (a token written whole, say)
+    --directory               # With --file: the path must also be a directory
+    --grpc: string            # Check a gRPC server's health (grpc.health.v1.Health/Check) at HOST:PORT instead of running a command: SERVING succeeds, NOT_SERVING is retried, no health service is permanent
+    --grpc-service: string    # With --grpc: the service to ask about [default: the server as a whole]
+    --grpc-tls                # With --grpc: TLS, with HTTP mode's --cacert and --insecure
+    --grpc-authority: string  # With --grpc: the server's name, for its :authority and its TLS certificate, where HOST is an address
     --dry-run                 # Print the delay schedule this policy produces and run nothing (what acts only on a run is refused with it: hooks, held output, --idle-timeout, the reports)
     --help(-h)                # Print help (see more with '--help')
     --version(-V)             # Print version

@@ -228,6 +228,14 @@ if ! "$otel_python/bin/python" -c 'import opentelemetry.proto, opentelemetry.sdk
 fi
 export RETRY_TEST_OTEL_PYTHON="$otel_python/bin/python"
 
+
+# The gRPC tests' servers (tests/it/grpc/server.py): Python's grpcio and
+# the official health service, grpcio-health-checking, from PyPI.
+if ! python3 -c 'import grpc, grpc_health.v1.health' 2>/dev/null; then
+  python3 -m pip install -q grpcio grpcio-health-checking ||
+    python3 -m pip install -q --break-system-packages grpcio grpcio-health-checking
+fi
+
 # Strict (CI set and not empty, or RETRY_TEST_STRICT=1; RETRY_TEST_STRICT=0
 # turns it off): a test that lacks a precondition it cannot install (root,
 # namespaces, an IPv6 loopback) fails. Otherwise it is skipped, and counted.

@@ -12,7 +12,9 @@ use crate::ratelimit::{Floor, Hints};
 /// SIGPIPE's number on Linux, where retry runs.
 const SIGPIPE: i32 = 13;
 
+mod grpc;
 mod http;
+pub use grpc::{GrpcAnswer, code_name};
 pub use http::{HttpRules, NetFailure, RETRY_AFTER_MAX, StatusSet};
 
 /// What happened to one attempt, as reported by an attempt runner.
@@ -42,6 +44,11 @@ pub enum Status {
     Net { failure: NetFailure, detail: String },
     /// TCP mode: every target has accepted a connection.
     Connected,
+    /// `--file`: a path ready (success), not yet (retried), or one retry
+    /// may not look at (permanent).
+    Path { state: PathState, detail: String },
+    /// gRPC mode: what the health check answered, and the server's message.
+    Grpc { answer: GrpcAnswer, detail: String },
     /// The command succeeded, but retry could not write its held stdout
     /// out (`--last-stdout`): retry's own failure, and final, since part
     /// of the output may have gone out.
@@ -81,6 +88,17 @@ impl Status {
 
 /// What a command's output matched (`--retry-if-output`, `--stop-if-output`),
 /// naming the pattern. A stop match wins over a retry match.
+/// What a `--file` probe found at a path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathState {
+    /// There, and as asked (`--non-empty`, `--directory`).
+    Ready,
+    /// Missing, empty, or not a directory yet.
+    NotYet,
+    /// retry may not look at it: waiting does not grant the permission.
+    Denied,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum OutputMatch {
     #[default]
@@ -218,6 +236,12 @@ pub fn classify(status: &Status, rules: &Rules) -> Verdict {
         | Status::Undelivered(_) => Verdict::Permanent,
         Status::CannotStart(_) => Verdict::Retryable,
         Status::Connected => Verdict::Success,
+        Status::Grpc { ref answer, .. } => grpc::classify(answer, rules),
+        Status::Path { state, .. } => match state {
+            PathState::Ready => Verdict::Success,
+            PathState::NotYet => Verdict::Retryable,
+            PathState::Denied => Verdict::Permanent,
+        },
         Status::Http { .. } | Status::Net { .. } => http::classify(status, rules),
     }
 }
@@ -306,6 +330,9 @@ pub fn explain(status: &Status, rules: &Rules) -> String {
             ..
         } => format!("{status}, and --no-retry-on-timeout is set"),
         Status::Http { .. } | Status::Net { .. } => http::explain(status, rules),
+        // The status says why it stays so.
+        Status::Path { .. } => status.to_string(),
+        Status::Grpc { .. } => grpc::explain(status),
         _ => format!("{status} is not retried"),
     }
 }
@@ -337,6 +364,9 @@ impl fmt::Display for Status {
             Status::Net { failure, detail } if detail.is_empty() => write!(f, "{failure}"),
             Status::Net { failure, detail } => write!(f, "{failure}: {detail}"),
             Status::Connected => write!(f, "connected"),
+            Status::Path { detail, .. } => write!(f, "{detail}"),
+            Status::Grpc { answer, detail } if detail.is_empty() => write!(f, "{answer}"),
+            Status::Grpc { answer, detail } => write!(f, "{answer}: {detail}"),
             Status::Undelivered(why) => write!(f, "the command succeeded, but {why}"),
         }
     }

@@ -90,7 +90,7 @@ Environment:
     // Wide enough for the option table, narrow enough to read; help on a
     // smaller terminal still wraps to fit.
     max_term_width = 100,
-    override_usage = "retry [OPTIONS] -- COMMAND [ARG]...\n       retry [OPTIONS] --http URL\n       retry [OPTIONS] --tcp HOST:PORT [--tcp HOST:PORT]...\n       retry [OPTIONS] --dry-run\n       retry [OPTIONS] --simulate N (--outage DUR | --capacity RATE/s | --model occ)"
+    override_usage = "retry [OPTIONS] -- COMMAND [ARG]...\n       retry [OPTIONS] --http URL\n       retry [OPTIONS] --tcp HOST:PORT [--tcp HOST:PORT]...\n       retry [OPTIONS] --file PATH [--file PATH]...\n       retry [OPTIONS] --grpc HOST:PORT\n       retry [OPTIONS] --dry-run\n       retry [OPTIONS] --simulate N (--outage DUR | --capacity RATE/s | --model occ)"
 )]
 pub struct Cli {
     /// Attempts in total, the first included, N >= 1 [default: 5; none with --max-time alone]
@@ -488,8 +488,8 @@ pub struct Cli {
     )]
     pub ci_annotations: Option<WhenArg>,
 
-    /// Wait for a TCP port: connect to HOST:PORT instead of running a command (repeatable:
-    /// every target must accept once)
+    /// Wait for a TCP port: connect to HOST:PORT (or a unix socket, unix:PATH) instead of
+    /// running a command (repeatable: every target must accept once)
     #[arg(
         long = "tcp",
         value_name = "HOST:PORT",
@@ -497,6 +497,58 @@ pub struct Cli {
         help_heading = "Modes"
     )]
     pub tcp: Vec<String>,
+
+    /// Wait for a file: succeed once PATH exists instead of running a command (repeatable:
+    /// every path must be there once; a path retry may not look at is permanent)
+    #[arg(
+        long = "file",
+        value_name = "PATH",
+        allow_hyphen_values = true,
+        help_heading = "Modes"
+    )]
+    pub file: Vec<PathBuf>,
+
+    /// With --file: the file must also be non-empty (a token written whole, say)
+    #[arg(long, help_heading = "Modes")]
+    pub non_empty: bool,
+
+    /// With --file: the path must also be a directory
+    #[arg(long, help_heading = "Modes")]
+    pub directory: bool,
+
+    /// Check a gRPC server's health (grpc.health.v1.Health/Check) at HOST:PORT instead of
+    /// running a command: SERVING succeeds, NOT_SERVING is retried, no health service is
+    /// permanent
+    #[arg(
+        long = "grpc",
+        value_name = "HOST:PORT",
+        allow_hyphen_values = true,
+        help_heading = "Modes"
+    )]
+    pub grpc: Option<String>,
+
+    /// With --grpc: the service to ask about [default: the server as a whole]
+    #[arg(
+        long,
+        value_name = "NAME",
+        allow_hyphen_values = true,
+        help_heading = "gRPC"
+    )]
+    pub grpc_service: Option<String>,
+
+    /// With --grpc: TLS, with HTTP mode's --cacert and --insecure
+    #[arg(long, help_heading = "gRPC")]
+    pub grpc_tls: bool,
+
+    /// With --grpc: the server's name, for its :authority and its TLS certificate, where
+    /// HOST is an address
+    #[arg(
+        long,
+        value_name = "NAME",
+        allow_hyphen_values = true,
+        help_heading = "gRPC"
+    )]
+    pub grpc_authority: Option<String>,
 
     /// Print the delay schedule this policy produces and run nothing (what acts only on a
     /// run is refused with it: hooks, held output, --idle-timeout, the reports)

@@ -9,6 +9,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Instant;
 
+use crate::attempt::tcp::Endpoint;
 use crate::attempt::{self, hook};
 use crate::classify;
 use crate::event::{End, Ending, Event};
@@ -328,7 +329,22 @@ fn trace_info(config: &Config, shown: &[std::ffi::OsString], seed: u64) -> RunIn
             targets: probe
                 .targets
                 .iter()
-                .map(|t| (t.host.clone(), t.port))
+                .map(|t| match t {
+                    Endpoint::Inet(t) => (t.host.clone(), t.port),
+                    Endpoint::Unix(path) => (format!("unix:{}", path.display()), 0),
+                })
+                .collect(),
+        },
+        Mode::Grpc { probe } => Target::Grpc {
+            host: probe.target.host.clone(),
+            port: probe.target.port,
+            service: probe.service.clone(),
+        },
+        Mode::File { probe } => Target::File {
+            paths: probe
+                .paths
+                .iter()
+                .map(|p| p.display().to_string())
                 .collect(),
         },
         _ => {

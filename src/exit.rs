@@ -45,6 +45,16 @@ pub const HTTP_UNSUPPORTED: u8 = 1;
 /// A redirect's Location is not a URL (curl's 3, "URL malformed").
 pub const HTTP_BAD_URL: u8 = 3;
 
+/// File mode: a path was not there (or not as asked), or retry may not
+/// look at it (curl's 37, "couldn't read a file://").
+pub const FILE_NOT_READY: u8 = 37;
+
+/// gRPC mode: the server was not SERVING when retry gave up
+/// (grpc-health-probe's "unhealthy").
+pub const GRPC_NOT_SERVING: u8 = 4;
+/// gRPC mode: the check failed with gRPC status N: 100 + N.
+pub const GRPC_STATUS_BASE: u8 = 100;
+
 /// One documented exit status: how it is written, and when it happens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Row {
@@ -101,11 +111,11 @@ pub const TABLE: &[Row] = &[
     row("6", "HTTP and TCP mode: the host name did not resolve"),
     row(
         "7",
-        "HTTP and TCP mode: could not connect (TCP: a target refused or was unreachable), or the connection broke before a response",
+        "HTTP and TCP mode: could not connect (TCP: a target refused or was unreachable, or a unix: path is not a socket retry may use), or the connection broke before a response",
     ),
     row(
         "8",
-        "HTTP mode: the reply is not HTTP (garbage, TLS on an http:// URL, conflicting lengths, a malformed status)",
+        "HTTP mode: the reply is not HTTP (garbage, TLS on an http:// URL, conflicting lengths, a malformed status); gRPC mode: a TLS server asked without --grpc-tls",
     ),
     row(
         "18",
@@ -124,7 +134,19 @@ pub const TABLE: &[Row] = &[
         "HTTP and TCP mode: timed out (--timeout, --connect-timeout or --max-time, and in HTTP mode --idle-timeout; never retried once part of an HTTP body reached stdout)",
     ),
     row("35", "HTTP mode: TLS handshake or certificate failure"),
+    row(
+        "37",
+        "file mode: a path was not there (or empty with --non-empty, or not a directory with --directory) when retry gave up, or retry may not look at it (never retried)",
+    ),
     row("47", "HTTP mode: more redirects than --max-redirs"),
+    row(
+        "4",
+        "gRPC mode: the server answered NOT_SERVING (or UNKNOWN) when retry gave up",
+    ),
+    row(
+        "100+N",
+        "gRPC mode: the health check failed with gRPC status N: 112 UNIMPLEMENTED (no health service; never retried), 105 NOT_FOUND (unknown service; retried for 10s from the first attempt), 104 DEADLINE_EXCEEDED (also a call given 10s without --timeout), 114 UNAVAILABLE, 116 UNAUTHENTICATED, 107 PERMISSION_DENIED, 103 INVALID_ARGUMENT (never retried); a connection that failed is 6, 7, 28 or 35 as in HTTP mode",
+    ),
 ];
 
 /// The "Exit status" section of `--help`, drawn from [`TABLE`] and wrapped
@@ -181,6 +203,15 @@ pub fn code(status: &Status, verdict: Verdict) -> u8 {
         Status::CannotStart(_) | Status::Undelivered(_) => INTERNAL,
         Status::NotExecutable(_) => NOT_EXECUTABLE,
         Status::Connected => SUCCESS,
+        Status::Path { .. } => FILE_NOT_READY,
+        Status::Grpc { ref answer, .. } => match answer {
+            crate::classify::GrpcAnswer::Serving => SUCCESS,
+            crate::classify::GrpcAnswer::NotServing(_) => GRPC_NOT_SERVING,
+            crate::classify::GrpcAnswer::UnknownService(_) => GRPC_STATUS_BASE + 5,
+            crate::classify::GrpcAnswer::Code(c) => {
+                GRPC_STATUS_BASE.saturating_add(u8::try_from((*c).clamp(0, 23)).unwrap_or(23))
+            }
+        },
         Status::Http { .. } => HTTP_NOT_ACCEPTED,
         Status::Net { failure, .. } => match failure {
             NetFailure::Dns => HTTP_DNS,
@@ -194,7 +225,9 @@ pub fn code(status: &Status, verdict: Verdict) -> u8 {
             NetFailure::TooManyRedirects => HTTP_TOO_MANY_REDIRECTS,
             NetFailure::RedirectRefused => HTTP_UNSUPPORTED,
             NetFailure::BadRedirect => HTTP_BAD_URL,
-            NetFailure::Connect | NetFailure::Lost | NetFailure::Other => HTTP_CONNECT,
+            NetFailure::Connect | NetFailure::Lost | NetFailure::NotUsable | NetFailure::Other => {
+                HTTP_CONNECT
+            }
         },
     }
 }

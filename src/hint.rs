@@ -25,6 +25,9 @@ pub fn command_not_found(command: &[OsString]) -> Option<String> {
     if let Some(h) = assignments_first(command) {
         return Some(h);
     }
+    if let Some(hint) = grpc_probe_command(command) {
+        return Some(hint);
+    }
     let lower = first.to_ascii_lowercase();
     if rest.is_empty() && (lower.starts_with("http://") || lower.starts_with("https://")) {
         return Some(format!(
@@ -83,6 +86,36 @@ fn assignments_first(command: &[OsString]) -> Option<String> {
         "{} {what}, not a command: to set {it} for the command, write: retry -- env {} {program}",
         names.join(", "),
         assignments.join(" ")
+    ))
+}
+
+/// A COMMAND that is grpc-health-probe: retry's own probe makes the same
+/// check and tells its answers apart (`-addr=`, `-service=` and `-tls`
+/// carried over; nothing else, which may hold a secret).
+pub fn grpc_probe_command(command: &[OsString]) -> Option<String> {
+    let program = command.first()?.to_str()?;
+    if program.rsplit('/').next() != Some("grpc-health-probe") {
+        return None;
+    }
+    let mut words = vec!["retry --grpc".to_string()];
+    let mut addr = "HOST:PORT".to_string();
+    for arg in command[1..].iter().filter_map(|a| a.to_str()) {
+        let arg = arg.trim_start_matches('-');
+        if let Some(a) = arg.strip_prefix("addr=") {
+            addr = crate::human::escape_controls(a).into_owned();
+        } else if let Some(s) = arg.strip_prefix("service=") {
+            words.push(format!(
+                "--grpc-service {}",
+                crate::human::escape_controls(s)
+            ));
+        } else if arg == "tls" {
+            words.push("--grpc-tls".to_string());
+        }
+    }
+    words.insert(1, addr);
+    Some(format!(
+        "did you mean {}? it makes the same check and retries NOT_SERVING but not UNIMPLEMENTED",
+        words.join(" ")
     ))
 }
 
@@ -151,6 +184,25 @@ mod tests {
     fn hint(words: &[&str]) -> Option<String> {
         let command: Vec<OsString> = words.iter().map(OsString::from).collect();
         command_not_found(&command)
+    }
+
+    #[test]
+    fn grpc_health_probe_is_pointed_to_grpc_with_its_own_flags_only() {
+        assert_eq!(
+            hint(&[
+                "/bin/grpc-health-probe",
+                "-addr=db:50051",
+                "--service=app.Api",
+                "-tls",
+                "-tls-client-key=/secret"
+            ])
+            .as_deref(),
+            Some(
+                "did you mean retry --grpc db:50051 --grpc-service app.Api --grpc-tls? it makes the same check and retries NOT_SERVING but not UNIMPLEMENTED"
+            )
+        );
+        assert!(hint(&["grpc-health-probe"]).is_some_and(|h| h.contains("--grpc HOST:PORT")));
+        assert_eq!(hint(&["grpc-health-probe-x"]), None);
     }
 
     #[test]

@@ -23,7 +23,7 @@ pub mod hint;
 pub mod human;
 pub mod log;
 pub mod mask;
-mod mode;
+pub mod mode;
 pub mod policy;
 pub mod ratelimit;
 pub mod retry_policy;
@@ -75,6 +75,8 @@ fn run_main() -> u8 {
         Mode::Run { command } => mode::command::main(&config, command, started, seed),
         Mode::Http { request } => mode::http::main(&config, request, started, seed),
         Mode::Tcp { probe } => mode::tcp::main(&config, probe, started, seed),
+        Mode::File { probe } => mode::file::main(&config, probe, started, seed),
+        Mode::Grpc { probe } => mode::grpc::main(&config, probe, started, seed),
         Mode::DryRun { command } => mode::dry_run::main(&config, command, seed),
         Mode::Simulate { sim } => mode::simulate::main(&config, sim, seed),
         Mode::StateShow => mode::state_show::main(&config),

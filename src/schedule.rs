@@ -113,58 +113,7 @@ pub fn render(
     sched: &Schedule,
 ) -> String {
     let d = &policy.delay;
-    let mut s = String::new();
-    let shape = match (d.jitter, d.growth) {
-        // Decorrelated jitter grows from the previous delay: no growth kind applies.
-        (Jitter::Decorrelated, _) => format!(
-            "delays from {} to {}, each at most 3x the last (growth settings do not apply)",
-            human(d.base),
-            human(d.cap)
-        ),
-        (_, growth) => {
-            let growth = match growth {
-                Growth::Exponential { multiplier } => format!("exponential x{multiplier}"),
-                Growth::Linear => "linear".to_string(),
-                Growth::Fixed => "fixed".to_string(),
-            };
-            format!(
-                "{growth} backoff from {} to {}",
-                human(d.base),
-                human(d.cap)
-            )
-        }
-    };
-    let jitter = match d.jitter {
-        Jitter::Additive { max } => format!("additive jitter up to {}", human(max)),
-        Jitter::None => "no jitter".to_string(),
-        j => format!("{} jitter", j.name()),
-    };
-    let attempts = match policy.max_attempts {
-        Some(1) => "1 attempt".to_string(),
-        Some(m) => format!("up to {m} attempts"),
-        None => "attempts without limit".to_string(),
-    };
-    let _ = writeln!(s, "{attempts}; {shape}; {jitter}; seed {seed}");
-    if !command.is_empty() {
-        let _ = writeln!(s, "command: {}", shell_line(command));
-    }
-    if let Some(m) = policy.max_time {
-        let _ = writeln!(
-            s,
-            "deadline: --max-time {}; a wait that would pass it is drawn again in the time left",
-            human(m)
-        );
-    }
-    if let Some(spread) = policy.stagger {
-        // The run's first draw, as a real run with this seed makes it.
-        let first = crate::wait::stagger(Some(spread), &mut crate::rng::seeded(seed));
-        let _ = writeln!(
-            s,
-            "stagger: attempt 1 after {} (--stagger {}: uniform from 0)",
-            human(first),
-            human(spread)
-        );
-    }
+    let mut s = heading(policy, seed, command);
     let _ = writeln!(
         s,
         "{:>5}  {:>7}  {:>12}  {:>12}  {:>12}",
@@ -224,6 +173,65 @@ pub fn render(
             "worst case: {} of waiting over {retries} retr{} (any seed; plus the attempts' own run time)",
             human(worst),
             if retries == 1 { "y" } else { "ies" }
+        );
+    }
+    s
+}
+
+/// The schedule's heading: attempts, shape, jitter and seed; the command,
+/// the deadline and the stagger when there are.
+fn heading(policy: &Policy, seed: u64, command: &[std::ffi::OsString]) -> String {
+    let d = &policy.delay;
+    let mut s = String::new();
+    let shape = match (d.jitter, d.growth) {
+        // Decorrelated jitter grows from the previous delay: no growth kind applies.
+        (Jitter::Decorrelated, _) => format!(
+            "delays from {} to {}, each at most 3x the last (growth settings do not apply)",
+            human(d.base),
+            human(d.cap)
+        ),
+        (_, growth) => {
+            let growth = match growth {
+                Growth::Exponential { multiplier } => format!("exponential x{multiplier}"),
+                Growth::Linear => "linear".to_string(),
+                Growth::Fixed => "fixed".to_string(),
+            };
+            format!(
+                "{growth} backoff from {} to {}",
+                human(d.base),
+                human(d.cap)
+            )
+        }
+    };
+    let jitter = match d.jitter {
+        Jitter::Additive { max } => format!("additive jitter up to {}", human(max)),
+        Jitter::None => "no jitter".to_string(),
+        j => format!("{} jitter", j.name()),
+    };
+    let attempts = match policy.max_attempts {
+        Some(1) => "1 attempt".to_string(),
+        Some(m) => format!("up to {m} attempts"),
+        None => "attempts without limit".to_string(),
+    };
+    let _ = writeln!(s, "{attempts}; {shape}; {jitter}; seed {seed}");
+    if !command.is_empty() {
+        let _ = writeln!(s, "command: {}", shell_line(command));
+    }
+    if let Some(m) = policy.max_time {
+        let _ = writeln!(
+            s,
+            "deadline: --max-time {}; a wait that would pass it is drawn again in the time left",
+            human(m)
+        );
+    }
+    if let Some(spread) = policy.stagger {
+        // The run's first draw, as a real run with this seed makes it.
+        let first = crate::wait::stagger(Some(spread), &mut crate::rng::seeded(seed));
+        let _ = writeln!(
+            s,
+            "stagger: attempt 1 after {} (--stagger {}: uniform from 0)",
+            human(first),
+            human(spread)
         );
     }
     s

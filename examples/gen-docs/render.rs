@@ -88,10 +88,12 @@ fn chart(args: &[&str]) -> Vec<u8> {
         panic!("the chart's flags ask for a simulation");
     };
     let seed = config.policy.seed.expect("the chart's flags give a seed");
-    let runs = retry_tool::sim::runs::runs(&config.policy, sim, || retry_tool::rng::seeded(seed));
-    let title = retry_tool::sim::runs::heading(&config.policy, sim, seed);
-    let frame = retry_tool::sim::runs::frame(&title, &config.policy, sim);
-    retry_tool::sim::plot::svg(&frame, &runs)
+    let runs = retry_tool::mode::simulate::runs::runs(&config.policy, sim, || {
+        retry_tool::rng::seeded(seed)
+    });
+    let title = retry_tool::mode::simulate::runs::heading(&config.policy, sim, seed);
+    let frame = retry_tool::mode::simulate::runs::frame(&title, &config.policy, sim);
+    retry_tool::mode::simulate::plot::svg(&frame, &runs)
         .expect("drawing to memory cannot fail")
         .into_bytes()
 }

@@ -70,6 +70,8 @@ pub struct HttpAttempt<'t> {
     max_redirs: u32,
     /// `--cacert` was given (the TLS hints take it into account).
     cacert: bool,
+    /// `--unix-socket`: every connection goes through it.
+    unix_socket: Option<std::path::PathBuf>,
     /// A body an earlier attempt left partly in the `-o` file, which the
     /// server said may be resumed.
     partial: Option<Partial>,
@@ -154,6 +156,7 @@ impl<'t> HttpAttempt<'t> {
             idle,
             max_redirs: opts.max_redirs,
             cacert,
+            unix_socket: opts.unix_socket.clone(),
             partial: None,
             excerpts,
             notes: Vec::new(),
@@ -299,7 +302,11 @@ impl<'t> HttpAttempt<'t> {
                 Ok(r) => r,
                 Err(e) => {
                     let status = reply::failure(&e, self.cacert);
-                    return Err(reply::or_tls_behind_http(status, &url).await);
+                    // Through a socket, the URL's host is never connected to.
+                    return Err(match &self.unix_socket {
+                        Some(path) => super::tcp::through_socket(path, status),
+                        None => reply::or_tls_behind_http(status, &url).await,
+                    });
                 }
             };
             progress.touch();
@@ -473,7 +480,12 @@ fn build_client(
             tls::explain(&e, tls::Advice::for_http(cacert))
         )
     })?;
-    Client::builder()
+    let builder = match &opts.unix_socket {
+        // As curl's --unix-socket: the URL still names the host and path.
+        Some(path) => Client::builder().unix_socket(path.clone()),
+        None => Client::builder(),
+    };
+    builder
         .retry(reqwest::retry::never())
         .user_agent(concat!("retry/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(opts.connect_timeout)

@@ -11,6 +11,8 @@ use crate::signals::Signals;
 
 pub mod carrier;
 mod children;
+pub mod file;
+pub mod grpc;
 pub mod hold;
 pub mod hook;
 pub mod http;

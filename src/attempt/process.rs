@@ -20,27 +20,26 @@
 
 use std::ffi::{OsStr, OsString};
 use std::io;
-use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use nix::libc;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::{Pid, getpgrp, getpid};
-use tokio::signal::unix::{SignalKind, signal};
 
-use super::children::{Change, count_group, reap, reap_and_check_gone};
-use super::hold::{Held, Holding};
-use super::output::{Activity, Plan, Pump};
+use super::children::{count_group, reap_and_check_gone};
+use super::hold::Held;
+use super::output::{Activity, Pump};
 use super::scan::Patterns;
-use super::spawn::{Spawn, spawn};
 use super::stdin::{StdinSource, capture_stdin};
-use super::stdout::{Left, left_on_stdout, release, stdout_offset};
+use super::stdout::{Left, release};
 use super::terminal::Terminal;
 use super::watchdog;
 use super::{Attempt, Context, Details, Unready};
 use crate::classify::{Limit, OutputMatch, Status, Verdict};
-use crate::signals::{Signals, handled, is_terminating, sigpipe_ignored_at_start, suspend_self};
-use crate::stdio::{closed_at_start, stdout_reader_gone};
+use crate::signals::{Signals, handled, is_terminating, suspend_self};
+use crate::stdio::closed_at_start;
+
+mod steps;
 
 /// How attempts are run as processes, as validated from the flags.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,266 +198,31 @@ impl Attempt for ProcessAttempt {
 
     async fn run(&mut self, ctx: &Context, signals: &mut Signals) -> Status {
         self.details = Details::default();
-        let Some((program, args)) = self.command.split_first() else {
+        if self.command.is_empty() {
             return Status::NotFound(String::new());
-        };
-        if self.sigchld.is_none() {
-            match signal(SignalKind::child()) {
-                Ok(s) => self.sigchld = Some(s),
-                Err(e) => return Status::CannotStart(format!("cannot watch child processes: {e}")),
-            }
         }
-        let foreground = self.opts.foreground;
-        // Hand the terminal over only if retry holds it now: never from the background.
-        let mut handed = self
-            .terminal
-            .as_ref()
-            .is_some_and(Terminal::retry_is_foreground);
-
-        let mut env: Vec<(&str, String)> = match &self.hook_env {
-            Some(env) => env.clone(),
-            None => vec![
-                ("RETRY_ATTEMPT", ctx.number.to_string()),
-                (
-                    "RETRY_MAX_ATTEMPTS",
-                    ctx.max.map(|m| m.to_string()).unwrap_or_default(),
-                ),
-                (
-                    "RETRY_PREVIOUS_EXIT",
-                    ctx.previous_exit.map(|c| c.to_string()).unwrap_or_default(),
-                ),
-                ("RETRY_DEPTH", self.depth.to_string()),
-            ],
-        };
-        // A store password never reaches the command's (or a hook's)
-        // environment.
-        if let Some(v) = crate::state::child_state_var() {
-            env.push(("RETRY_STATE", v));
+        if let Err(status) = self.watch_children() {
+            return status;
         }
-        // The attempt's own span (for a hook, the attempt it follows).
-        env.extend(super::carrier::env());
-        let hook = self.hook_env.is_some();
-        if !foreground {
+        let env = self.environment(ctx);
+        if !self.opts.foreground {
             // Once per run; without it (no process slot to spare) only the
             // attempt's main process dies with retry.
             let _ = watchdog::start();
         }
-        let prepared = if hook {
-            std::fs::File::open("/dev/null").map(|f| (Some(f.into()), None))
-        } else {
-            self.stdin.for_attempt()
+        let mut streams = match self.streams(ctx) {
+            Ok(streams) => streams,
+            Err(status) => return status,
         };
-        let (stdin, feed) = match prepared {
-            Ok(s) => s,
-            Err(e) => return Status::CannotStart(format!("cannot prepare stdin: {e}")),
+        let child = match self.start(&env, &mut streams) {
+            Ok(child) => child,
+            Err(status) => return status,
         };
-        self.number = ctx.number;
-        self.left = Left::Nothing;
-        let holding = match &self.opts.hold {
-            Some(held) if !hook => held.begin(ctx.number),
-            _ => Holding::default(),
-        };
-        let spool = holding.spool.clone();
-        let stdout_spool = holding.spool.clone().filter(|_| holding.streams[0]);
-        let plan = Plan {
-            patterns: self.opts.output.clone(),
-            hold: holding,
-            watch: self.opts.idle_timeout.is_some(),
-        };
-        let stdout_held = plan.hold.streams[0];
-        let stdout_pumped = plan.patterns.is_some() || plan.watch;
-        let (mut pump, ends) = if !plan.is_needed() {
-            (None, None)
-        } else {
-            match Pump::start(plan) {
-                Ok((pump, ends)) => (Some(pump), Some(ends)),
-                Err(e) => {
-                    return Status::CannotStart(format!("cannot set up the output pipes: {e}"));
-                }
-            }
-        };
-        let tty = self.terminal.as_ref().filter(|_| handed).map(Terminal::raw);
-        // A stream retry was given closed stays closed for the child: the
-        // output pump does not stand in for it.
-        let closed = closed_at_start();
-        // A hook reads /dev/null and writes both streams to retry's stderr.
-        let closed = if hook {
-            [false, closed[2], closed[2]]
-        } else {
-            closed
-        };
-        // Where retry's stdout stands, when it is a file the child writes
-        // to directly: what the attempt leaves there is told by the offset.
-        let watch_stdout = !hook && !stdout_held && !closed[1];
-        let offset_before = watch_stdout.then(stdout_offset).flatten();
-        let spawned = spawn(&Spawn {
-            program,
-            args,
-            env: &env,
-            stdio: [
-                stdin.as_ref().map(AsRawFd::as_raw_fd),
-                match &ends {
-                    Some(e) => e.stdout_fd().filter(|_| !closed[1]),
-                    // A hook writes to retry's stderr, or to nothing when
-                    // retry was given none.
-                    None if hook => Some(libc::STDERR_FILENO).filter(|_| !closed[2]),
-                    None => None,
-                },
-                ends.as_ref()
-                    .filter(|_| !closed[2])
-                    .and_then(super::output::ChildEnds::stderr_fd),
-            ],
-            closed,
-            new_group: !foreground,
-            publish: (!foreground).then_some(&watchdog::GROUP),
-            terminal: tty,
-            sigpipe_ignored: sigpipe_ignored_at_start(),
-            caught: &self.caught,
-        });
-        // The child's ends of the pipes must close here, or the pump never
-        // sees the end of its output (nor the child the end of its input).
-        drop((stdin, ends));
-        let pid = match spawned {
-            Ok(pid) => pid,
-            Err(e) => {
-                watchdog::clear();
-                let status = start_failure(&e, program);
-                if matches!(status, Status::NotFound(_)) {
-                    self.details.hint = crate::hint::command_not_found(&self.command);
-                }
-                return status;
-            }
-        };
-        let started = Instant::now();
-        let target = if foreground {
-            Target::Child(pid)
-        } else {
-            Target::Group(pid)
-        };
-        if let (true, Some(t)) = (handed, &self.terminal) {
-            t.give_to(pid);
-        }
-        self.stdin.feed(feed);
-
-        let mut stop: Option<(Stop, Instant)> = None;
-        let mut killed = false;
-        let ended = loop {
-            match reap(Some(pid)) {
-                Some(Change::Exited(code)) => break Change::Exited(code),
-                Some(Change::Signaled(sig)) => break Change::Signaled(sig),
-                Some(Change::Stopped(sig)) => {
-                    handed = self.mirror_stop(sig, pid, handed, activity(&pump));
-                }
-                None => {}
-            }
-            let wake = match stop {
-                None => ctx.deadline.map(|(at, _)| at),
-                // An absurd grace period overflows to "never", not a panic.
-                Some((_, since)) if !killed => since.checked_add(self.opts.kill_after),
-                Some(_) => None,
-            };
-            // --idle-timeout: when the child will have been silent too long.
-            let silent = |pump: &Option<Pump>| {
-                let idle = self.opts.idle_timeout?;
-                pump.as_ref()?.activity()?.silent_until(idle)
-            };
-            let idle_wake = if stop.is_none() { silent(&pump) } else { None };
-            let Some(sigchld) = self.sigchld.as_mut() else {
-                break Change::Exited(1);
-            };
-            tokio::select! {
-                _ = sigchld.recv() => {}
-                () = crate::bound::until(wake) => match stop {
-                    None => {
-                        let limit = ctx.deadline.map_or(Limit::Attempt, |(_, l)| l);
-                        target.stop(self.opts.stop_signal);
-                        stop = Some((Stop::Timeout(limit), Instant::now()));
-                    }
-                    Some(_) => {
-                        target.send(libc::SIGKILL);
-                        killed = true;
-                    }
-                },
-                () = crate::bound::until(idle_wake) => {
-                    // The child may have written meanwhile: then this wait
-                    // only moves on.
-                    if silent(&pump).is_some_and(|at| at <= Instant::now()) {
-                        target.stop(self.opts.stop_signal);
-                        stop = Some((Stop::Timeout(Limit::Idle), Instant::now()));
-                    }
-                }
-                sig = signals.recv() => {
-                    handed = self.forward(target, sig, handed, activity(&pump));
-                    if is_terminating(sig) && !matches!(stop, Some((Stop::Interrupt(_), _))) {
-                        let since = stop.map_or_else(Instant::now, |(_, since)| since);
-                        stop = Some((Stop::Interrupt(sig), since));
-                    }
-                }
-            }
-        };
-        self.details.duration = Some(started.elapsed());
-        if handed && let Some(t) = &self.terminal {
-            t.take_back_from(pid);
-        }
-        if let Target::Group(pgid) = target {
-            let left = self.drain(pgid, stop, ctx, signals).await;
-            watchdog::clear();
-            if left > 0 {
-                let plural = if left == 1 { "" } else { "es" };
-                self.details.notes.push(format!(
-                    "stopped {left} leftover process{plural} of attempt {}",
-                    ctx.number
-                ));
-            }
-        }
-        if let Some(pump) = pump.as_mut() {
-            let (output, left_behind) = finish_output(pump, ctx, signals).await;
-            // A pump left behind in the middle of writing the held output
-            // out (stdout could not be held whole) keeps the spool.
-            if let (true, Some(spool)) = (left_behind, &spool) {
-                spool.abandon_if_busy();
-            }
-            let said = match &output {
-                OutputMatch::None => None,
-                OutputMatch::Retry(p) => Some(format!("--retry-if-output '{p}'")),
-                OutputMatch::Stop(p) => Some(format!("--stop-if-output '{p}'")),
-            };
-            if let Some(said) = said {
-                self.details.notes.push(format!(
-                    "the output of attempt {} matched {said}",
-                    ctx.number
-                ));
-            }
-            self.details.output = output;
-        }
-
-        // One poll: `retry -- producer | head` where the producer exits
-        // with a code of its own on EPIPE (Python's BrokenPipeError); or a
-        // stdout closed from the start, which no attempt can write to.
-        self.details.reader_gone = stdout_reader_gone();
-        if watch_stdout {
-            self.left = left_on_stdout(offset_before, pump.as_ref().filter(|_| stdout_pumped));
-        }
-
-        let status = match (stop, ended) {
-            (Some((Stop::Interrupt(sig), _)), _) => Status::Interrupted(sig as i32),
-            (Some((Stop::Timeout(limit), _)), _) => Status::TimedOut {
-                limit,
-                after: started.elapsed(),
-            },
-            (None, Change::Signaled(sig)) if handed && is_terminal_interrupt(sig) => {
-                // The person at the terminal pressed Ctrl-C (or Ctrl-\): it
-                // reached the attempt, which had the terminal, not retry; it
-                // ends the run all the same.
-                if let Ok(s) = Signal::try_from(sig) {
-                    signals.note(s);
-                }
-                Status::Interrupted(sig)
-            }
-            (None, Change::Signaled(sig)) => Status::Signaled(sig),
-            (None, Change::Exited(code) | Change::Stopped(code)) => Status::Exited(code),
-        };
-        match stdout_spool {
+        let ended = self.supervise(&child, ctx, signals, &streams.pump).await;
+        self.settle(&child, &ended, ctx, signals, &mut streams)
+            .await;
+        let status = ended.status(child.started, signals);
+        match streams.stdout_spool {
             Some(spool) if self.last_stdout_success(&status) => {
                 let (status, warning) = release(&spool, status, ctx.max_time, signals).await;
                 self.details.warnings.extend(warning);

@@ -9,13 +9,20 @@
 //! as soon as it is made: nothing is sent. Failures are reported as HTTP
 //! mode reports a connection that could not be made, so they are judged,
 //! logged and turned into exit statuses alike (curl's 6, 7 and 28).
+//!
+//! A target may also be a unix socket (`unix:/run/app.sock`): connecting
+//! is success; a socket not there yet (ENOENT) or not listening
+//! (ECONNREFUSED) is retried; a path that is not a socket, or a socket
+//! retry may not use, is permanent.
 
 use std::ffi::OsString;
 use std::net::SocketAddr;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use nix::sys::signal::Signal;
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 use tokio::task::JoinSet;
 
 use super::{Attempt, Context, Details};
@@ -42,10 +49,36 @@ impl Target {
     }
 }
 
+/// What a probe connects to: `HOST:PORT`, or a unix socket.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    Inet(Target),
+    /// `unix:PATH`.
+    Unix(PathBuf),
+}
+
+impl Endpoint {
+    /// As given: `db:5432`, `unix:/run/app.sock`.
+    pub fn shown(&self) -> String {
+        match self {
+            Endpoint::Inet(t) => t.shown(),
+            Endpoint::Unix(path) => format!("unix:{}", path.display()),
+        }
+    }
+
+    /// How the log and the dry run show it: `tcp://db:5432`, `unix:/run/app.sock`.
+    fn url(&self) -> String {
+        match self {
+            Endpoint::Inet(t) => format!("tcp://{}", t.shown()),
+            Endpoint::Unix(_) => self.shown(),
+        }
+    }
+}
+
 /// TCP mode's options, as validated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TcpOptions {
-    pub targets: Vec<Target>,
+    pub targets: Vec<Endpoint>,
     /// Bounds the lookup of a name and each connection.
     pub connect_timeout: Duration,
 }
@@ -55,7 +88,7 @@ impl TcpOptions {
     pub fn display_words(&self) -> Vec<OsString> {
         self.targets
             .iter()
-            .map(|t| OsString::from(format!("tcp://{}", t.shown())))
+            .map(|t| OsString::from(t.url()))
             .collect()
     }
 }
@@ -88,7 +121,13 @@ impl Attempt for TcpAttempt {
             if !self.accepted[i] {
                 let target = target.clone();
                 let within = self.opts.connect_timeout;
-                probes.spawn(async move { (i, probe(&target, within).await) });
+                probes.spawn(async move {
+                    let result = match &target {
+                        Endpoint::Inet(t) => probe(t, within).await.map(|a| a.to_string()),
+                        Endpoint::Unix(path) => probe_unix(path, within).await,
+                    };
+                    (i, result)
+                });
             }
         }
         let mut failures: Vec<(usize, Status)> = Vec::new();
@@ -99,8 +138,8 @@ impl Attempt for TcpAttempt {
                     Some(Ok((i, Ok(addr)))) => {
                         self.accepted[i] = true;
                         self.details.notes.push(format!(
-                            "tcp://{} accepted a connection ({addr})",
-                            self.opts.targets[i].shown()
+                            "{} accepted a connection ({addr})",
+                            self.opts.targets[i].url()
                         ));
                     }
                     Some(Ok((i, Err(status)))) => failures.push((i, status)),
@@ -199,6 +238,60 @@ async fn probe(target: &Target, within: Duration) -> Result<SocketAddr, Status> 
     Err(last)
 }
 
+/// What a path that is there but is no socket is, in words. connect(2)
+/// says ECONNREFUSED for such a file too: its type tells them apart.
+fn not_a_socket(path: &Path) -> Option<&'static str> {
+    let kind = std::fs::metadata(path).ok()?.file_type();
+    match () {
+        () if kind.is_socket() => None,
+        () if kind.is_dir() => Some("a directory"),
+        () => Some("not a socket"),
+    }
+}
+
+/// A connection through the unix socket at `path` failed with `status`
+/// (HTTP mode's `--unix-socket`): a path that is no socket is permanent.
+pub fn through_socket(path: &Path, status: Status) -> Status {
+    match status {
+        Status::Net {
+            failure: NetFailure::Connect,
+            ..
+        } => match not_a_socket(path) {
+            Some(what) => Status::Net {
+                failure: NetFailure::NotUsable,
+                detail: format!("--unix-socket {}: {what}", path.display()),
+            },
+            None => status,
+        },
+        other => other,
+    }
+}
+
+/// Connect to a unix socket: what accepted, or why it did not.
+async fn probe_unix(path: &Path, within: Duration) -> Result<String, Status> {
+    let shown = format!("unix:{}", path.display());
+    let fail = |failure, detail: String| Status::Net { failure, detail };
+    match tokio::time::timeout(within, UnixStream::connect(path)).await {
+        // Closed at once: nothing is sent.
+        Ok(Ok(stream)) => {
+            drop(stream);
+            Ok("a unix socket".to_string())
+        }
+        Ok(Err(e)) => {
+            if let Some(what) = not_a_socket(path) {
+                return Err(fail(NetFailure::NotUsable, format!("{shown}: {what}")));
+            }
+            let failure = if e.kind() == std::io::ErrorKind::PermissionDenied {
+                NetFailure::NotUsable
+            } else {
+                NetFailure::Connect
+            };
+            Err(fail(failure, format!("{shown}: {}", io_error(&e))))
+        }
+        Err(_) => Err(fail(NetFailure::ConnectTimeout, shown)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,14 +305,19 @@ mod tests {
         assert_eq!(t("db", 5432).shown(), "db:5432");
         assert_eq!(t("::1", 6379).shown(), "[::1]:6379");
         let opts = TcpOptions {
-            targets: vec![t("db", 5432), t("127.0.0.1", 1)],
+            targets: vec![
+                Endpoint::Inet(t("db", 5432)),
+                Endpoint::Inet(t("127.0.0.1", 1)),
+                Endpoint::Unix("/run/app.sock".into()),
+            ],
             connect_timeout: Duration::from_secs(1),
         };
         assert_eq!(
             opts.display_words(),
             [
                 OsString::from("tcp://db:5432"),
-                OsString::from("tcp://127.0.0.1:1")
+                OsString::from("tcp://127.0.0.1:1"),
+                OsString::from("unix:/run/app.sock")
             ]
         );
     }

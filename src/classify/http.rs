@@ -68,6 +68,9 @@ pub enum NetFailure {
     RedirectRefused,
     /// A redirect whose Location is not a URL.
     BadRedirect,
+    /// A unix socket that cannot be used whatever its server does: a path
+    /// that is not a socket, or one retry may not connect to.
+    NotUsable,
     /// Anything else: a request that could not be built, say. Retrying
     /// sends the same thing again.
     Other,
@@ -119,6 +122,7 @@ impl fmt::Display for NetFailure {
             NetFailure::TooManyRedirects => "too many redirects",
             NetFailure::RedirectRefused => "redirect not followed",
             NetFailure::BadRedirect => "the redirect's Location is not a valid URL",
+            NetFailure::NotUsable => "cannot use the socket",
             NetFailure::Other => "request failed",
         })
     }
@@ -221,6 +225,7 @@ fn raw(status: &Status, rules: &Rules) -> Verdict {
             | NetFailure::TooManyRedirects
             | NetFailure::RedirectRefused
             | NetFailure::BadRedirect
+            | NetFailure::NotUsable
             | NetFailure::Other => Verdict::Permanent,
         },
         _ => Verdict::Permanent,
@@ -313,7 +318,8 @@ pub fn explain(status: &Status, rules: &Rules) -> String {
                 | NetFailure::BadReply
                 | NetFailure::TooManyRedirects
                 | NetFailure::RedirectRefused
-                | NetFailure::BadRedirect,
+                | NetFailure::BadRedirect
+                | NetFailure::NotUsable,
             ..
         } => status.to_string(),
         Status::Net { failure, .. } if failure.after_output() => format!(

@@ -111,6 +111,16 @@ pub struct HttpArgs {
     )]
     pub retry_after_spread: Option<String>,
 
+    /// Connect through this unix socket instead of to the URL's host (as curl's
+    /// --unix-socket; Docker's API, say)
+    #[arg(
+        long,
+        value_name = "PATH",
+        allow_hyphen_values = true,
+        help_heading = "HTTP"
+    )]
+    pub unix_socket: Option<PathBuf>,
+
     /// Also trust the CA certificates in this PEM file
     #[arg(
         long,

@@ -55,7 +55,7 @@ pub struct MonitorArgs {
     )]
     pub metrics_push_password_file: Option<PathBuf>,
 
-    /// The metrics' job label (Pushgateway: grouping key) [default: --group, else COMMAND's name, http or tcp]
+    /// The metrics' job label (Pushgateway: grouping key) [default: --group, else COMMAND's name, or the mode: http, tcp, file, grpc]
     #[arg(long, value_name = "NAME", allow_hyphen_values = true, help_heading = HEADING)]
     pub metrics_job: Option<String>,
 

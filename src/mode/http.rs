@@ -263,7 +263,7 @@ fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
 }
 
 /// `--cacert FILE`: every PEM certificate in it, at least one.
-fn certificates(file: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+pub(super) fn certificates(file: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
     let pem = std::fs::read(file).map_err(|e| {
         format!(
             "cannot read --cacert {}: {}; expected a readable file of PEM certificates",

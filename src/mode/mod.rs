@@ -17,6 +17,8 @@ use crate::rng;
 
 pub mod command;
 pub mod dry_run;
+pub mod file;
+pub mod grpc;
 pub mod http;
 pub mod simulate;
 pub mod state_show;

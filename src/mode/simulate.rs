@@ -7,8 +7,12 @@ use crate::log::Logger;
 use crate::policy::{Config, SimOptions};
 use crate::rng;
 use crate::sim::report::{self, Summary};
-use crate::sim::runs::{frame, heading, runs};
-use crate::sim::{json, plot, plotfile};
+
+mod json;
+pub mod plot;
+mod plotfile;
+pub mod runs;
+use runs::{frame, heading, runs};
 
 /// The width to draw at: the terminal's when stdout is one, else `COLUMNS`,
 /// else 80; kept within 40..=200 so the chart stays readable.

@@ -11,7 +11,7 @@ use reqwest::Method;
 use reqwest::Url;
 use reqwest::header::{HeaderName, HeaderValue};
 
-use super::{UsageError, invalid, opt_duration, opt_list, opt_positive_duration, path_arg};
+use super::values::{UsageError, invalid, opt_duration, opt_list, opt_positive_duration, path_arg};
 use crate::attempt::http::{Body, CONNECT_TIMEOUT, Data, HttpOptions, IdempotencyKey, MAX_REDIRS};
 use crate::classify::{HttpRules, RETRY_AFTER_MAX, StatusSet};
 use crate::cli::HttpArgs;
@@ -64,54 +64,8 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
             .ok_or_else(|| invalid("--method", m, "an HTTP method such as GET, POST or PUT"))?,
     };
 
-    let mut headers = Vec::with_capacity(args.headers.len());
-    let mut header_files = Vec::new();
-    for h in &args.headers {
-        if let Some(path) = h.strip_prefix('@') {
-            if path.is_empty() {
-                return Err(invalid(
-                    "--header",
-                    h,
-                    "'Name: value', or @FILE naming a file of such lines",
-                ));
-            }
-            header_files.push(PathBuf::from(path));
-            continue;
-        }
-        headers.push(parse_header(h).ok_or_else(|| {
-            invalid(
-                "--header",
-                h,
-                "'Name: value' such as 'Accept: text/plain', or @FILE",
-            )
-        })?);
-    }
-
-    if args.idempotency_key.is_some()
-        && headers
-            .iter()
-            .any(|(name, _)| name.as_str() == "idempotency-key")
-    {
-        return Err(UsageError(
-            "--idempotency-key and -H 'Idempotency-Key: ...' both set the key: give it once, with --idempotency-key KEY".to_string(),
-        ));
-    }
-    let idempotency_key = match args.idempotency_key.as_deref() {
-        None => None,
-        Some("auto") => Some(IdempotencyKey::Auto),
-        Some(k) => Some(IdempotencyKey::Given(
-            HeaderValue::from_str(k.trim())
-                .ok()
-                .filter(|v| !v.is_empty() && !k.trim().starts_with('-'))
-                .ok_or_else(|| {
-                    invalid(
-                        "--idempotency-key",
-                        k,
-                        "'auto' or a non-empty key of visible ASCII characters, not starting with '-'",
-                    )
-                })?,
-        )),
-    };
+    let (headers, header_files) = headers(args)?;
+    let idempotency_key = idempotency_key(args, &headers)?;
 
     let expect = opt_statuses("--expect", args.expect.as_deref())?;
     let retry_status = opt_statuses("--retry-status", args.retry_status.as_deref())?;
@@ -144,6 +98,11 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
     let output = args.output.as_deref().filter(|o| o.as_os_str() != "-");
     file_arg("--output", output, "a file name, or - for stdout")?;
     file_arg(
+        "--unix-socket",
+        args.unix_socket.as_deref(),
+        "the path of a unix socket, such as /var/run/docker.sock",
+    )?;
+    file_arg(
         "--cacert",
         args.cacert.as_deref(),
         "a file of PEM certificates",
@@ -173,8 +132,71 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
         idempotency_key,
         cacert: args.cacert.clone(),
         insecure: args.insecure,
+        unix_socket: args.unix_socket.clone(),
     };
     Ok(Some((options, rules)))
+}
+
+/// Headers as given on the command line, name and value.
+type Headers = Vec<(HeaderName, HeaderValue)>;
+
+/// `--header`s: the headers given, and the @FILEs to read them from.
+fn headers(args: &HttpArgs) -> Result<(Headers, Vec<PathBuf>), UsageError> {
+    let mut headers = Vec::with_capacity(args.headers.len());
+    let mut header_files = Vec::new();
+    for h in &args.headers {
+        if let Some(path) = h.strip_prefix('@') {
+            if path.is_empty() {
+                return Err(invalid(
+                    "--header",
+                    h,
+                    "'Name: value', or @FILE naming a file of such lines",
+                ));
+            }
+            header_files.push(PathBuf::from(path));
+            continue;
+        }
+        headers.push(parse_header(h).ok_or_else(|| {
+            invalid(
+                "--header",
+                h,
+                "'Name: value' such as 'Accept: text/plain', or @FILE",
+            )
+        })?);
+    }
+    Ok((headers, header_files))
+}
+
+/// `--idempotency-key`, given once (not also as a header).
+fn idempotency_key(
+    args: &HttpArgs,
+    headers: &[(HeaderName, HeaderValue)],
+) -> Result<Option<IdempotencyKey>, UsageError> {
+    if args.idempotency_key.is_some()
+        && headers
+            .iter()
+            .any(|(name, _)| name.as_str() == "idempotency-key")
+    {
+        return Err(UsageError(
+            "--idempotency-key and -H 'Idempotency-Key: ...' both set the key: give it once, with --idempotency-key KEY".to_string(),
+        ));
+    }
+    Ok(match args.idempotency_key.as_deref() {
+        None => None,
+        Some("auto") => Some(IdempotencyKey::Auto),
+        Some(k) => Some(IdempotencyKey::Given(
+            HeaderValue::from_str(k.trim())
+                .ok()
+                .filter(|v| !v.is_empty() && !k.trim().starts_with('-'))
+                .ok_or_else(|| {
+                    invalid(
+                        "--idempotency-key",
+                        k,
+                        "'auto' or a non-empty key of visible ASCII characters, not starting with '-'",
+                    )
+                })?,
+        )),
+    })
 }
 
 /// A file flag's value, if given: not empty, and not taken for an option.

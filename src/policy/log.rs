@@ -1,7 +1,7 @@
 //! The logging flags: `--log-format`, `-q`/`-v`, `--log-file`, `--color`
 //! and `--ci-annotations`.
 
-use super::{Names, UsageError, path_arg};
+use super::values::{Names, UsageError, path_arg};
 use crate::cli::{Cli, LogFormatArg, WhenArg};
 use crate::log::{LogFormat, LogOptions, When};
 

@@ -8,42 +8,159 @@
 //! mode", "--simulate runs nothing real", "reports on a run"). A value
 //! that came from the environment never causes a refusal: a variable set
 //! for a whole session must not stand in the way of a preview or another
-//! mode; the flag given does. A new mode is a bit here and a column in the
-//! rows; a new flag is a row (a test fails on a flag without one).
+//! mode; the flag given does. A mode is a row of [`MODES`] (its choosing
+//! flag, bit, precedence, usage, default metrics job, whether it runs
+//! something), from which the choice, the conflicts and the job name are
+//! derived, and a bit in the flags' rows; a new flag is a row (a test fails
+//! on a flag without one).
 
-use super::{Names, UsageError};
+use super::values::{Names, UsageError};
 use crate::cli::Cli;
 
-/// A mode, as the table knows it: one bit of a [`Takes`] set.
+/// A mode, as the table knows it: its row in [`MODES`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Command,
     Http,
     Tcp,
+    File,
+    Grpc,
     Simulate,
     StateShow,
 }
 
+/// One mode's row: all the table knows of it besides the flags it takes.
+struct ModeRow {
+    kind: Kind,
+    /// clap's id of what chooses it (its row in [`FLAGS`]).
+    id: &'static str,
+    /// How messages name it.
+    flag: &'static str,
+    /// Its bit in a [`Takes`] set.
+    bit: Takes,
+    /// Which of two modes given together is named first: the lower. The
+    /// modes that run nothing come first, as they refuse any other.
+    precedence: u8,
+    /// Its usage, in the message for an invocation that chooses no mode.
+    usage: &'static str,
+    /// The metrics job when neither `--metrics-job` nor `--group` names
+    /// one; `None`: COMMAND's name.
+    job: Option<&'static str>,
+    /// What it does with every other mode's flags: run something (and be
+    /// refused the flags of other runs in its own words), or not.
+    runs: Runs,
+}
+
+/// Whether a mode runs something, and if not, how it says so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Runs {
+    /// It runs attempts: a flag of another run "applies only to ...".
+    Yes,
+    /// It only prints: any other mode with it is refused in these words.
+    Prints(&'static str),
+    /// It runs only in virtual time: "runs nothing real".
+    Simulated,
+}
+
+/// Every mode, in the order its messages list them.
+const MODES: &[ModeRow] = &[
+    ModeRow {
+        kind: Kind::Command,
+        id: "command",
+        flag: "COMMAND",
+        bit: COMMAND,
+        precedence: 6,
+        usage: "'retry [OPTIONS] -- COMMAND [ARG]...'",
+        job: None,
+        runs: Runs::Yes,
+    },
+    ModeRow {
+        kind: Kind::Http,
+        id: "url",
+        flag: "--http",
+        bit: HTTP,
+        precedence: 5,
+        usage: "'retry [OPTIONS] --http URL'",
+        job: Some("http"),
+        runs: Runs::Yes,
+    },
+    ModeRow {
+        kind: Kind::Tcp,
+        id: "tcp",
+        flag: "--tcp",
+        bit: TCP,
+        precedence: 2,
+        usage: "'retry [OPTIONS] --tcp HOST:PORT'",
+        job: Some("tcp"),
+        runs: Runs::Yes,
+    },
+    ModeRow {
+        kind: Kind::File,
+        id: "file",
+        flag: "--file",
+        bit: FILE,
+        precedence: 3,
+        usage: "'retry [OPTIONS] --file PATH'",
+        job: Some("file"),
+        runs: Runs::Yes,
+    },
+    ModeRow {
+        kind: Kind::Grpc,
+        id: "grpc",
+        flag: "--grpc",
+        bit: GRPC,
+        precedence: 4,
+        usage: "'retry [OPTIONS] --grpc HOST:PORT'",
+        job: Some("grpc"),
+        runs: Runs::Yes,
+    },
+    ModeRow {
+        kind: Kind::Simulate,
+        id: "simulate",
+        flag: "--simulate",
+        bit: SIMULATE,
+        precedence: 0,
+        usage: "'retry [OPTIONS] --simulate N'",
+        job: None,
+        runs: Runs::Simulated,
+    },
+    ModeRow {
+        kind: Kind::StateShow,
+        id: "state_show",
+        flag: "--state-show",
+        bit: STATE_SHOW,
+        precedence: 1,
+        usage: "'retry --group NAME --state-show'",
+        job: None,
+        runs: Runs::Prints("only prints the group's state"),
+    },
+];
+
 impl Kind {
+    fn row(self) -> &'static ModeRow {
+        MODES
+            .iter()
+            .find(|m| m.kind == self)
+            .expect("every mode has a row")
+    }
+
     fn bit(self) -> u8 {
-        match self {
-            Kind::Command => COMMAND,
-            Kind::Http => HTTP,
-            Kind::Tcp => TCP,
-            Kind::Simulate => SIMULATE,
-            Kind::StateShow => STATE_SHOW,
-        }
+        self.row().bit
     }
 
     /// The mode's flag, as refusals name it.
     fn flag(self) -> &'static str {
-        match self {
-            Kind::Command => "COMMAND",
-            Kind::Http => "--http",
-            Kind::Tcp => "--tcp",
-            Kind::Simulate => "--simulate",
-            Kind::StateShow => "--state-show",
-        }
+        self.row().flag
+    }
+
+    /// Whether it runs attempts (and so reports on them).
+    pub(super) fn runs(self) -> bool {
+        self.row().runs == Runs::Yes
+    }
+
+    /// The metrics job when no flag names one; `None`: COMMAND's name.
+    pub(super) fn default_job(self) -> Option<&'static str> {
+        self.row().job
     }
 }
 
@@ -56,8 +173,10 @@ const SIMULATE: Takes = 8;
 const STATE_SHOW: Takes = 16;
 /// A dry run takes the flag (of the mode it previews).
 const DRY_RUN: Takes = 32;
+const FILE: Takes = 64;
+const GRPC: Takes = 128;
 /// The modes that run something.
-const REAL: Takes = COMMAND | HTTP | TCP;
+const REAL: Takes = COMMAND | HTTP | TCP | FILE | GRPC;
 const ALL: Takes = REAL | SIMULATE | STATE_SHOW | DRY_RUN;
 /// What shapes or describes a run, previewed by a dry run and accepted
 /// (and ignored) by `--state-show`.
@@ -72,6 +191,10 @@ enum Home {
     Policy,
     /// The request HTTP mode makes.
     Http,
+    /// What a path must be in file mode.
+    File,
+    /// How gRPC mode asks.
+    Grpc,
     /// The exit codes of a COMMAND.
     ExitCodes,
     /// How a COMMAND's processes run.
@@ -124,6 +247,10 @@ const FLAGS: &[Flag] = &[
         .url
         .is_some()),
     row!("tcp", "--tcp", Mode, TCP | DRY_RUN, |c| !c.tcp.is_empty()),
+    row!("file", "--file", Mode, FILE | DRY_RUN, |c| !c
+        .file
+        .is_empty()),
+    row!("grpc", "--grpc", Mode, GRPC | DRY_RUN, |c| c.grpc.is_some()),
     row!("simulate", "--simulate", Mode, SIMULATE, |c| c
         .sim
         .simulate
@@ -315,11 +442,15 @@ const FLAGS: &[Flag] = &[
         HTTP | DRY_RUN | SIMULATE,
         |c| c.http.retry_after_spread.is_some()
     ),
-    row!("cacert", "--cacert", Http, HTTP | DRY_RUN, |c| c
+    row!("cacert", "--cacert", Http, HTTP | GRPC | DRY_RUN, |c| c
         .http
         .cacert
         .is_some()),
-    row!("insecure", "--insecure", Http, HTTP | DRY_RUN, |c| c
+    row!("unix_socket", "--unix-socket", Http, HTTP | DRY_RUN, |c| c
+        .http
+        .unix_socket
+        .is_some()),
+    row!("insecure", "--insecure", Http, HTTP | GRPC | DRY_RUN, |c| c
         .http
         .insecure),
     row!("output", "--output", Http, HTTP | DRY_RUN, |c| c
@@ -355,9 +486,31 @@ const FLAGS: &[Flag] = &[
         "connect_timeout",
         "--connect-timeout",
         Http,
-        HTTP | TCP | DRY_RUN,
+        HTTP | TCP | GRPC | DRY_RUN,
         |c| c.http.connect_timeout.is_some()
     ),
+    // How gRPC mode asks.
+    row!(
+        "grpc_service",
+        "--grpc-service",
+        Grpc,
+        GRPC | DRY_RUN,
+        |c| c.grpc_service.is_some()
+    ),
+    row!("grpc_tls", "--grpc-tls", Grpc, GRPC | DRY_RUN, |c| c
+        .grpc_tls),
+    row!(
+        "grpc_authority",
+        "--grpc-authority",
+        Grpc,
+        GRPC | DRY_RUN,
+        |c| c.grpc_authority.is_some()
+    ),
+    // What file mode waits for.
+    row!("non_empty", "--non-empty", File, FILE | DRY_RUN, |c| c
+        .non_empty),
+    row!("directory", "--directory", File, FILE | DRY_RUN, |c| c
+        .directory),
     // The simulated server and report.
     row!("outage", "--outage", Simulation, SIMULATE, |c| c
         .sim
@@ -487,14 +640,15 @@ const FLAGS: &[Flag] = &[
 ];
 
 /// The mode the flags choose, and whether it is only previewed.
-struct Chosen {
-    kind: Kind,
-    dry_run: bool,
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Chosen {
+    pub(super) kind: Kind,
+    pub(super) dry_run: bool,
 }
 
 /// Refuse the first flag (in the table's order) that the chosen mode does
-/// not take, after refusing modes chosen together.
-pub(super) fn check(cli: &Cli, names: &Names) -> Result<(), UsageError> {
+/// not take, after refusing modes chosen together; the mode chosen.
+pub(super) fn check(cli: &Cli, names: &Names) -> Result<Chosen, UsageError> {
     let chosen = choose(cli)?;
     let given = |f: &&Flag| (f.given)(cli) && !names.came_from_env(f.id);
     for flag in FLAGS.iter().filter(|f| f.home != Home::Mode).filter(given) {
@@ -507,52 +661,71 @@ pub(super) fn check(cli: &Cli, names: &Names) -> Result<(), UsageError> {
             return Err(UsageError(runs_nothing(flag, "--dry-run")));
         }
     }
-    Ok(())
+    Ok(chosen)
 }
 
-/// The mode COMMAND, `--http`, `--tcp`, `--simulate` and `--state-show`
-/// choose; two of them together are refused.
+/// The mode the flags choose (COMMAND when none does); two modes together
+/// are refused, the one first by precedence naming the other.
 fn choose(cli: &Cli) -> Result<Chosen, UsageError> {
     let on = |id: &str| FLAGS.iter().any(|f| f.id == id && (f.given)(cli));
-    let (command, http, tcp, dry_run) = (on("command"), on("url"), on("tcp"), on("dry_run"));
-    let conflict = |message: String| Err(UsageError(message));
-    if on("simulate") {
-        let real = [
-            ("--tcp", tcp),
-            ("COMMAND", command),
-            ("--http", http),
-            ("--dry-run", dry_run),
-            ("--state-show", on("state_show")),
-        ];
-        if let Some((flag, _)) = real.into_iter().find(|(_, given)| *given) {
-            return conflict(simulate_real(flag));
-        }
+    let dry_run = on("dry_run");
+    let mut given: Vec<&ModeRow> = MODES.iter().filter(|m| on(m.id)).collect();
+    given.sort_by_key(|m| m.precedence);
+    let Some(first) = given.first() else {
         return Ok(Chosen {
-            kind: Kind::Simulate,
+            kind: Kind::Command,
             dry_run,
         });
-    }
-    if on("state_show") {
-        if dry_run || http || tcp || command {
-            return conflict(
-                "--state-show only prints the group's state: give it no COMMAND, --http, --tcp or --dry-run"
-                    .to_string(),
-            );
-        }
-        return Ok(Chosen {
-            kind: Kind::StateShow,
-            dry_run,
-        });
-    }
-    let kind = match (tcp, http, command) {
-        (true, _, true) => return conflict(both(Kind::Tcp, "COMMAND")),
-        (true, true, _) => return conflict(both(Kind::Tcp, "--http")),
-        (true, _, _) => Kind::Tcp,
-        (_, true, true) => return conflict(both(Kind::Http, "COMMAND")),
-        (_, true, _) => Kind::Http,
-        _ => Kind::Command,
     };
-    Ok(Chosen { kind, dry_run })
+    // A mode that runs nothing real takes no other, nor a preview.
+    let others = given[1..]
+        .iter()
+        .map(|m| m.flag)
+        .chain(dry_run.then_some("--dry-run"));
+    match first.runs {
+        Runs::Simulated => {
+            if let Some(other) = others.into_iter().next() {
+                return Err(UsageError(simulate_real(other)));
+            }
+        }
+        Runs::Prints(what) => {
+            if others.into_iter().next().is_some() {
+                let mut flags: Vec<&str> = MODES
+                    .iter()
+                    .filter(|m| m.runs == Runs::Yes)
+                    .map(|m| m.flag)
+                    .collect();
+                flags.push("--dry-run");
+                let last = flags.pop().unwrap_or_default();
+                return Err(UsageError(format!(
+                    "{} {what}: give it no {} or {last}",
+                    first.flag,
+                    flags.join(", ")
+                )));
+            }
+        }
+        Runs::Yes => {
+            if let Some(second) = given.get(1) {
+                return Err(UsageError(both(first.kind, second.flag)));
+            }
+        }
+    }
+    Ok(Chosen {
+        kind: first.kind,
+        dry_run,
+    })
+}
+
+/// The message for an invocation that chooses no mode and gives no COMMAND.
+pub(super) fn missing_command() -> String {
+    let usages: Vec<&str> = MODES
+        .iter()
+        .filter(|m| m.runs == Runs::Yes)
+        .map(|m| m.usage)
+        .chain(["'retry [OPTIONS] --dry-run'"])
+        .collect();
+    let (last, rest) = usages.split_last().expect("modes");
+    format!("missing COMMAND: usage is {} or {last}", rest.join(", "))
 }
 
 fn both(kind: Kind, other: &str) -> String {
@@ -575,36 +748,45 @@ fn runs_nothing(flag: &Flag, by: &str) -> String {
     format!("{} {what}, and {by} runs nothing: leave it out", flag.name)
 }
 
-/// Why `kind` does not take `flag`, in the words of the flag's home.
+/// Why `kind` does not take `flag`, in the words of the flag's home and
+/// of the mode's row.
 fn refusal(flag: &Flag, kind: Kind) -> String {
     let name = flag.name;
-    match (flag.home, kind) {
-        (_, Kind::Simulate) if flag.id == "restart_on_success" => {
+    let mode = kind.flag();
+    match (flag.home, kind.row().runs) {
+        (_, Runs::Simulated) if flag.id == "restart_on_success" => {
             "--restart-on-success has no effect in --simulate: a simulated client stops at its first success; leave it out".to_string()
         }
+        (Home::Grpc, Runs::Yes) => format!("{name} applies only to --grpc HOST:PORT: add --grpc HOST:PORT"),
+        (Home::Grpc, Runs::Simulated) => simulate_real(name),
+        (Home::Grpc, Runs::Prints(_)) => runs_nothing(flag, mode),
+        (Home::File, Runs::Yes) => format!("{name} applies only to --file PATH: add --file PATH"),
+        (Home::File, Runs::Simulated) => simulate_real(name),
+        (Home::File, Runs::Prints(_)) => runs_nothing(flag, mode),
         (Home::Simulation, _) => {
             format!("{name} applies only to --simulate N: add --simulate with a number of clients")
         }
-        (Home::Http, Kind::Tcp) => format!("{name} applies only to HTTP mode, not to --tcp"),
         // Where --http would be refused too, "add --http URL" is no fix.
-        (Home::Http, Kind::StateShow) => runs_nothing(flag, "--state-show"),
-        (Home::Http, Kind::Simulate) => simulate_real(name),
-        (Home::Http, _) => format!("{name} applies only to HTTP mode: add --http URL"),
-        (Home::Report | Home::Hook | Home::Process, Kind::StateShow) => {
-            runs_nothing(flag, "--state-show")
+        (Home::Http | Home::Report | Home::Hook | Home::Process, Runs::Prints(_)) => {
+            runs_nothing(flag, mode)
         }
-        (Home::Report, Kind::Simulate) => runs_nothing(flag, "--simulate"),
-        (Home::Breaker, Kind::Simulate) => "--breaker has no effect in --simulate: every simulated client starts at once, before any run can fail; use --budget or --pace".to_string(),
-        (Home::Store, Kind::Simulate) => format!(
+        (Home::Http, Runs::Simulated) => simulate_real(name),
+        (Home::Http, Runs::Yes) if kind != Kind::Command => {
+            format!("{name} applies only to HTTP mode, not to {mode}")
+        }
+        (Home::Http, _) => format!("{name} applies only to HTTP mode: add --http URL"),
+        (Home::Report, Runs::Simulated) => runs_nothing(flag, mode),
+        (Home::Breaker, Runs::Simulated) => "--breaker has no effect in --simulate: every simulated client starts at once, before any run can fail; use --budget or --pace".to_string(),
+        (Home::Store, Runs::Simulated) => format!(
             "{} (the simulated clients share their state in memory)",
             simulate_real(name)
         ),
-        (_, Kind::Simulate) => simulate_real(name),
-        (Home::ExitCodes, Kind::Http) => format!(
+        (_, Runs::Simulated) => simulate_real(name),
+        (Home::ExitCodes, _) if kind == Kind::Http => format!(
             "{name} applies to exit codes of a COMMAND: with --http use --expect or --retry-status"
         ),
-        (Home::ExitCodes, _) => format!("{name} applies to exit codes of a COMMAND, not to {}", kind.flag()),
-        (_, _) => format!("{name} applies to a COMMAND's processes, not to {}", kind.flag()),
+        (Home::ExitCodes, _) => format!("{name} applies to exit codes of a COMMAND, not to {mode}"),
+        (_, _) => format!("{name} applies to a COMMAND's processes, not to {mode}"),
     }
 }
 

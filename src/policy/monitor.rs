@@ -11,7 +11,8 @@ use std::path::Path;
 
 use reqwest::Url;
 
-use super::{Mode, Names, UsageError, path_arg};
+use super::modes::Chosen;
+use super::values::{self, Names, UsageError, path_arg};
 use crate::cli::{Cli, WhenArg};
 use crate::finish::FinishOptions;
 use crate::finish::metrics::{MetricsOptions, is_label_name};
@@ -28,19 +29,19 @@ const PASSWORD_FILE_FORM: &str = "a file whose first line is the Pushgateway's p
 /// The most of a secret file that is read: a URL or a password is a line.
 const SECRET_FILE_MAX: u64 = 64 * 1024;
 
-/// The monitoring options for `mode`.
-pub(super) fn options(cli: &Cli, names: &Names, mode: &Mode) -> Result<FinishOptions, UsageError> {
-    let runs_nothing = match mode {
-        Mode::DryRun { .. } | Mode::Simulate { .. } | Mode::StateShow => true,
-        Mode::Run { .. } | Mode::Http { .. } | Mode::Tcp { .. } => false,
-    };
-    if runs_nothing {
+/// The monitoring options for the mode chosen.
+pub(super) fn options(
+    cli: &Cli,
+    names: &Names,
+    chosen: Chosen,
+) -> Result<FinishOptions, UsageError> {
+    if chosen.dry_run || !chosen.kind.runs() {
         // `modes` has refused the flags; RETRY_PING, set for the user's
         // real runs, is left alone.
         return Ok(FinishOptions::default());
     }
     Ok(FinishOptions {
-        metrics: metrics(cli, names, mode)?,
+        metrics: metrics(cli, names, chosen)?,
         ping: ping(cli, names)?,
         report: report(cli, &|k| std::env::var_os(k))?,
         ..FinishOptions::default()
@@ -74,7 +75,7 @@ fn report(
     })
 }
 
-fn metrics(cli: &Cli, names: &Names, mode: &Mode) -> Result<Option<MetricsOptions>, UsageError> {
+fn metrics(cli: &Cli, names: &Names, chosen: Chosen) -> Result<Option<MetricsOptions>, UsageError> {
     let m = &cli.monitor;
     // Every value is judged first: a flag that took the next word as its
     // value is named as such, whatever else is missing.
@@ -131,7 +132,7 @@ fn metrics(cli: &Cli, names: &Names, mode: &Mode) -> Result<Option<MetricsOption
     Ok(Some(MetricsOptions {
         file: m.metrics_file.clone(),
         push,
-        job: job.unwrap_or_else(|| default_job(cli, mode)),
+        job: job.unwrap_or_else(|| default_job(cli, chosen)),
         labels,
     }))
 }
@@ -141,19 +142,22 @@ fn metrics(cli: &Cli, names: &Names, mode: &Mode) -> Result<Option<MetricsOption
 fn job_name(j: &str) -> Result<String, UsageError> {
     const FORM: &str = "a job name, such as backup (not empty, not starting with '-')";
     if j.trim().is_empty() || j.starts_with('-') {
-        return Err(super::invalid("--metrics-job", j, FORM));
+        return Err(values::invalid("--metrics-job", j, FORM));
     }
     Ok(j.to_string())
 }
 
 /// The job when `--metrics-job` is not given: the group, else the
-/// command's name (`backup` for `/usr/local/bin/backup`), or `http`.
-fn default_job(cli: &Cli, mode: &Mode) -> String {
+/// mode's (`http`, `tcp`), or the command's name (`backup` for
+/// `/usr/local/bin/backup`).
+fn default_job(cli: &Cli, chosen: Chosen) -> String {
     if let Some(g) = cli.state.group.as_deref().filter(|g| !g.is_empty()) {
         return g.to_string();
     }
-    match mode {
-        Mode::Run { command } => command
+    match chosen.kind.default_job() {
+        Some(job) => job.to_string(),
+        None => cli
+            .command
             .first()
             .map(|c| {
                 let name = Path::new(c).file_name().unwrap_or(OsStr::new(c));
@@ -161,14 +165,12 @@ fn default_job(cli: &Cli, mode: &Mode) -> String {
             })
             .filter(|n| !n.is_empty())
             .unwrap_or_else(|| "retry".to_string()),
-        Mode::Tcp { .. } => "tcp".to_string(),
-        _ => "http".to_string(),
     }
 }
 
 fn label(pair: &str) -> Result<(String, String), UsageError> {
     let Some((key, value)) = pair.split_once('=') else {
-        return Err(super::invalid("--metrics-label", pair, LABEL_FORM));
+        return Err(values::invalid("--metrics-label", pair, LABEL_FORM));
     };
     if key == "job" {
         return Err(UsageError(
@@ -176,7 +178,7 @@ fn label(pair: &str) -> Result<(String, String), UsageError> {
         ));
     }
     if !is_label_name(key) || value.is_empty() {
-        return Err(super::invalid("--metrics-label", pair, LABEL_FORM));
+        return Err(values::invalid("--metrics-label", pair, LABEL_FORM));
     }
     Ok((key.to_string(), value.to_string()))
 }
@@ -195,8 +197,8 @@ fn names_a_host(s: &str) -> bool {
 
 /// An http(s) URL with a host; `shown` is how a message may show `s`.
 pub(super) fn web_url(s: &str, shown: &str, flag: &str, form: &str) -> Result<Url, UsageError> {
-    if super::looks_like_an_option(s) {
-        return Err(super::missing_value(flag, s, form));
+    if values::looks_like_an_option(s) {
+        return Err(values::missing_value(flag, s, form));
     }
     // Not a URL, and no secret either: shown as it is.
     let shown = if s.trim_start().starts_with('-') {
@@ -204,9 +206,9 @@ pub(super) fn web_url(s: &str, shown: &str, flag: &str, form: &str) -> Result<Ur
     } else {
         shown
     };
-    let url = Url::parse(s.trim()).map_err(|_| super::invalid(flag, shown, form))?;
+    let url = Url::parse(s.trim()).map_err(|_| values::invalid(flag, shown, form))?;
     if !matches!(url.scheme(), "http" | "https") || !names_a_host(s.trim()) {
-        return Err(super::invalid(flag, shown, form));
+        return Err(values::invalid(flag, shown, form));
     }
     Ok(url)
 }
@@ -214,7 +216,7 @@ pub(super) fn web_url(s: &str, shown: &str, flag: &str, form: &str) -> Result<Ur
 fn push_url(s: &str, flag: &str) -> Result<Url, UsageError> {
     let url = web_url(s, &mask::address(s), flag, PUSH_FORM)?;
     if url.query().is_some() || url.fragment().is_some() {
-        return Err(super::invalid(flag, &mask::address(s), PUSH_FORM));
+        return Err(values::invalid(flag, &mask::address(s), PUSH_FORM));
     }
     Ok(url)
 }
@@ -297,7 +299,7 @@ fn ping(cli: &Cli, names: &Names) -> Result<Option<PingOptions>, UsageError> {
         (None, Some(path)) => {
             let flag = names.of("ping_file", "--ping-file");
             if !names.came_from_env("ping_file") {
-                super::path_arg(&flag, path, PING_FILE_FORM)?;
+                values::path_arg(&flag, path, PING_FILE_FORM)?;
             }
             let s = first_line(&flag, path, PING_FILE_FORM)?;
             let s = s.trim();
@@ -349,6 +351,10 @@ mod tests {
             "db"
         );
         assert_eq!(metrics(&["--http", "http://127.0.0.1:1/"]).job, "http");
+        assert_eq!(metrics(&["--tcp", "127.0.0.1:1"]).job, "tcp");
+        // Each mode names its job by its row, never another mode's.
+        assert_eq!(metrics(&["--file", "/run/token"]).job, "file");
+        assert_eq!(metrics(&["--grpc", "127.0.0.1:50051"]).job, "grpc");
     }
 
     #[test]

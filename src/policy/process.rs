@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use super::size::{self, Size, SizeError};
-use super::{Inf, Names, SIGNAL_FORM, SIZE_FORM, UsageError, duration, invalid};
+use super::values::{Inf, Names, SIGNAL_FORM, SIZE_FORM, UsageError, duration, invalid};
 use crate::attempt::hold::{HOLD_DEFAULT_MAX, HOLD_MIN_MAX, Held, HoldOptions};
 use crate::attempt::hook::Hook;
 use crate::attempt::process::ProcessOptions;

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::{
+use super::values::{
     Inf, LIST_FORM, MAX_FORM, Names, SEED_FORM, UsageError, duration, invalid, opt_list,
     refuse_given,
 };

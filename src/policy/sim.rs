@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{DUR_FORM, UsageError, invalid, parse_duration, path_arg};
+use super::values::{DUR_FORM, UsageError, invalid, parse_duration, path_arg};
 use crate::cli::{FormatArg, ModelArg, SimArgs};
 use crate::sim::Model;
 use crate::state::rules::{Budget, Pace};

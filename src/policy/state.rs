@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{Names, UsageError, invalid, parse_duration, path_arg};
+use super::values::{Names, UsageError, invalid, parse_duration, path_arg};
 use crate::cli::StateArgs;
 use crate::state::rules::{Breaker, Budget, Pace};
 use crate::state::{Features, StoreAt};

@@ -1,15 +1,15 @@
-//! Validation of TCP mode's flags: `--tcp HOST:PORT` (repeatable) and the
-//! `--connect-timeout` it shares with HTTP mode.
+//! Validation of TCP mode's flags: `--tcp HOST:PORT` or `--tcp unix:PATH`
+//! (repeatable) and the `--connect-timeout` it shares with HTTP mode.
 
 use std::net::Ipv6Addr;
+use std::path::PathBuf;
 
-use super::{UsageError, invalid, opt_positive_duration};
+use super::values::{UsageError, invalid, opt_positive_duration};
 use crate::attempt::http::CONNECT_TIMEOUT;
-use crate::attempt::tcp::{Target, TcpOptions};
+use crate::attempt::tcp::{Endpoint, Target, TcpOptions};
 use crate::cli::Cli;
 
-const TARGET_FORM: &str =
-    "HOST:PORT with a port from 1 to 65535, such as db:5432, 127.0.0.1:6379 or [::1]:6379";
+const TARGET_FORM: &str = "HOST:PORT with a port from 1 to 65535, such as db:5432, 127.0.0.1:6379 or [::1]:6379, or unix:PATH for a unix socket, such as unix:/run/app.sock";
 
 /// Validate `--tcp`. `Ok(None)` when it was not given.
 pub(super) fn from_args(cli: &Cli) -> Result<Option<TcpOptions>, UsageError> {
@@ -18,7 +18,11 @@ pub(super) fn from_args(cli: &Cli) -> Result<Option<TcpOptions>, UsageError> {
     }
     let mut targets = Vec::with_capacity(cli.tcp.len());
     for given in &cli.tcp {
-        targets.push(target(given).ok_or_else(|| invalid("--tcp", given, TARGET_FORM))?);
+        let endpoint = match socket(given) {
+            Some(path) => Some(Endpoint::Unix(path)),
+            None => target(given).map(Endpoint::Inet),
+        };
+        targets.push(endpoint.ok_or_else(|| invalid("--tcp", given, TARGET_FORM))?);
     }
     Ok(Some(TcpOptions {
         targets,
@@ -30,8 +34,20 @@ pub(super) fn from_args(cli: &Cli) -> Result<Option<TcpOptions>, UsageError> {
     }))
 }
 
+/// `unix:PATH` (or `unix://PATH`, as dockerize and wait4x write it); a
+/// port after `unix:` is the host named unix.
+fn socket(given: &str) -> Option<PathBuf> {
+    let rest = given.trim().strip_prefix("unix:")?;
+    let path = match rest.strip_prefix("//") {
+        Some(path) if path.starts_with('/') => path,
+        _ => rest,
+    };
+    let port = !path.is_empty() && path.bytes().all(|b| b.is_ascii_digit());
+    (!port && !path.is_empty() && !path.starts_with('-')).then(|| PathBuf::from(path))
+}
+
 /// `HOST:PORT`, `[IPv6]:PORT`.
-fn target(given: &str) -> Option<Target> {
+pub(super) fn target(given: &str) -> Option<Target> {
     let t = given.trim();
     let (host, port) = match t.strip_prefix('[') {
         Some(rest) => {
@@ -101,5 +117,21 @@ mod tests {
         ] {
             assert!(target(bad).is_none(), "{bad:?} should be refused");
         }
+    }
+
+    #[test]
+    fn unix_sockets_as_curl_dockerize_and_wait4x_write_them() {
+        let path = |s: &str| socket(s).map(|p| p.display().to_string());
+        assert_eq!(path("unix:/run/app.sock").as_deref(), Some("/run/app.sock"));
+        assert_eq!(
+            path("unix:///run/app.sock").as_deref(),
+            Some("/run/app.sock")
+        );
+        assert_eq!(path("unix:app.sock").as_deref(), Some("app.sock"));
+        for not in ["unix:", "unix:80", "unix:-x", "db:5432", "/run/app.sock"] {
+            assert_eq!(path(not), None, "{not}");
+        }
+        // The host named unix keeps its port.
+        assert_eq!(target("unix:80").map(|t| t.port), Some(80));
     }
 }

@@ -10,7 +10,7 @@
 
 use reqwest::Url;
 
-use super::{Mode, UsageError};
+use super::values::UsageError;
 use crate::cli::Cli;
 use crate::finish::trace::{ExportOptions, TraceOptions};
 use crate::mask;
@@ -23,16 +23,23 @@ const DEFAULT_ENDPOINT: &str = "http://localhost:4318/v1/traces";
 /// The longest `OTEL_EXPORTER_OTLP_TIMEOUT` honoured is the reports' bound.
 const DEFAULT_TIMEOUT_MS: u64 = 10_000;
 
-/// The tracing options for `mode`, the environment read through `env`.
+/// The tracing options, the environment read through `env`; none for a
+/// mode that runs nothing (`runs` false: --simulate, --state-show).
 pub(super) fn options(
     cli: &Cli,
-    mode: &Mode,
+    runs: bool,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<TraceOptions, UsageError> {
     let hand_on = match cli.monitor.trace_context.as_deref() {
         None | Some("on") => true,
         Some("off") => false,
-        Some(other) => return Err(super::invalid("--trace-context", other, CONTEXT_FORM)),
+        Some(other) => {
+            return Err(super::values::invalid(
+                "--trace-context",
+                other,
+                CONTEXT_FORM,
+            ));
+        }
     };
     let flag_url = cli
         .monitor
@@ -43,7 +50,7 @@ pub(super) fn options(
             Ok::<_, UsageError>(traces_url(url, true))
         })
         .transpose()?;
-    if matches!(mode, Mode::Simulate { .. } | Mode::StateShow) {
+    if !runs {
         return Ok(TraceOptions::default());
     }
     let got = |name: &str| env(name).filter(|v| !v.trim().is_empty());

@@ -32,13 +32,9 @@ use crate::wait::Decision;
 
 pub mod chart;
 pub mod fleet;
-pub mod json;
 pub mod model;
-pub mod plot;
-pub mod plotfile;
 mod queue;
 pub mod report;
-pub mod runs;
 pub mod tally;
 
 pub use fleet::Fleet;

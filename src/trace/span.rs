@@ -65,9 +65,26 @@ pub struct Span {
 /// What is retried, as the attributes name it (secrets already masked).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
-    Command { program: String, args: Vec<String> },
-    Http { method: String, url: String },
-    Tcp { targets: Vec<(String, u16)> },
+    Command {
+        program: String,
+        args: Vec<String>,
+    },
+    Http {
+        method: String,
+        url: String,
+    },
+    /// Port 0: a unix socket (`unix:PATH`).
+    Tcp {
+        targets: Vec<(String, u16)>,
+    },
+    Grpc {
+        host: String,
+        port: u16,
+        service: String,
+    },
+    File {
+        paths: Vec<String>,
+    },
 }
 
 impl Target {
@@ -80,6 +97,8 @@ impl Target {
             }
             Target::Http { method, .. } => format!("retry {method}"),
             Target::Tcp { .. } => "retry tcp".to_string(),
+            Target::Grpc { .. } => "retry grpc".to_string(),
+            Target::File { .. } => "retry file".to_string(),
         }
     }
 
@@ -98,11 +117,34 @@ impl Target {
             Target::Tcp { targets } => {
                 if let [(host, port)] = targets.as_slice() {
                     out.push(("server.address", Value::Str(host.clone())));
-                    out.push(("server.port", Value::Int(i64::from(*port))));
+                    if *port != 0 {
+                        out.push(("server.port", Value::Int(i64::from(*port))));
+                    }
                 } else {
-                    let all = targets.iter().map(|(h, p)| format!("{h}:{p}")).collect();
+                    let all = targets
+                        .iter()
+                        .map(|(h, p)| match p {
+                            0 => h.clone(),
+                            p => format!("{h}:{p}"),
+                        })
+                        .collect();
                     out.push(("retry.tcp.targets", Value::StrList(all)));
                 }
+            }
+            Target::Grpc {
+                host,
+                port,
+                service,
+            } => {
+                out.push(("rpc.system", Value::Str("grpc".into())));
+                out.push(("rpc.service", Value::Str("grpc.health.v1.Health".into())));
+                out.push(("rpc.method", Value::Str("Check".into())));
+                out.push(("server.address", Value::Str(host.clone())));
+                out.push(("server.port", Value::Int(i64::from(*port))));
+                out.push(("retry.grpc.service", Value::Str(service.clone())));
+            }
+            Target::File { paths } => {
+                out.push(("retry.file.paths", Value::StrList(paths.clone())));
             }
         }
     }
@@ -178,7 +220,8 @@ impl Recorder {
         }
         let kind = match self.info.target {
             Target::Command { .. } => Kind::Internal,
-            Target::Http { .. } | Target::Tcp { .. } => Kind::Client,
+            Target::Http { .. } | Target::Tcp { .. } | Target::Grpc { .. } => Kind::Client,
+            Target::File { .. } => Kind::Internal,
         };
         self.open = Some(Span {
             ctx,
@@ -371,6 +414,8 @@ fn error_type(status: &Status) -> String {
         Status::Net { .. } => "network".into(),
         Status::Connected => "connected".into(),
         Status::Undelivered(_) => "undelivered".into(),
+        Status::Path { .. } => "path".into(),
+        Status::Grpc { answer, .. } => answer.to_string(),
     }
 }
 

@@ -1,8 +1,8 @@
 //! The shape of the code, checked: every module of `src/` sits in one layer
 //! of the table in ARCHITECTURE.md ("Layers"), no module imports one from a
 //! layer above its own, modules of one layer import each other without a
-//! cycle, only `policy` and `args` read `cli`, and no source file is over
-//! 800 lines. Imports are read from the text: `crate::` paths (groups
+//! cycle, only `policy` and `args` read `cli`, no source file is over
+//! 800 lines and no function in `src/` over 120. Imports are read from the text: `crate::` paths (groups
 //! included; a path to an item of the crate root counts as `lib`), `super::`
 //! and `self::` paths resolved from the file's place, and bare paths through
 //! a child module the file declares (`mode::http::main` in `lib.rs`). A path
@@ -13,6 +13,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 const MAX_LINES: usize = 800;
+
+/// The longest function in `src/`, in lines from its signature to its
+/// closing brace: past this, a function is split into its steps.
+const MAX_FN_LINES: usize = 120;
 
 /// Modules that may import `cli`: it is the flags, and nothing below the
 /// validation knows about clap.
@@ -399,6 +403,85 @@ fn no_source_file_is_over_800_lines() {
         long.is_empty(),
         "over {MAX_LINES} lines:\n{}",
         long.join("\n")
+    );
+}
+
+/// The functions of `code` longer than `MAX_FN_LINES`, as (name, first
+/// line, lines): a function runs from its `fn` line to the first line that
+/// is its indentation and a closing brace (rustfmt's layout).
+fn long_functions(code: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = code.lines().collect();
+    let mut long = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let body = line.trim_start();
+        let indent = &line[..line.len() - body.len()];
+        let Some(at) = body.find("fn ") else { continue };
+        let before = &body[..at];
+        let qualifiers = [
+            "pub",
+            "pub(crate)",
+            "pub(super)",
+            "async",
+            "const",
+            "unsafe",
+        ];
+        if !before.split_whitespace().all(|w| qualifiers.contains(&w))
+            || body.trim_end().ends_with(';')
+        {
+            continue;
+        }
+        let name: String = body[at + 3..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        let close = format!("{indent}}}");
+        if let Some(end) = lines[i + 1..].iter().position(|l| *l == close) {
+            let count = end + 2;
+            if count > MAX_FN_LINES {
+                long.push((name, i + 1, count));
+            }
+        }
+    }
+    long
+}
+
+#[test]
+fn no_function_in_src_is_over_120_lines() {
+    let mut long = Vec::new();
+    for file in rust_files(&root().join("src")) {
+        let code = std::fs::read_to_string(&file).expect("readable");
+        for (name, line, count) in long_functions(&code) {
+            let shown = file
+                .strip_prefix(root())
+                .unwrap_or(&file)
+                .display()
+                .to_string();
+            long.push(format!(
+                "{shown}:{line}: fn {name} has {count} lines (one method per step)"
+            ));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "over {MAX_FN_LINES} lines:\n{}",
+        long.join("\n")
+    );
+}
+
+/// The function reader, on a planted file: a function one line too long is
+/// seen, with its length; one of exactly the limit, a declaration and a
+/// nested one are not.
+#[test]
+fn the_function_reader_measures_from_fn_to_its_brace() {
+    let body = "        x();\n".repeat(MAX_FN_LINES - 2);
+    let code = format!(
+        "trait T {{\n    fn decl(&self);\n}}\n\npub(crate) async fn long() {{\n{body}}}\n\nfn short() {{\n    fn inner() {{}}\n}}\n"
+    );
+    assert_eq!(long_functions(&code), []);
+    let longer = code.replace("fn long() {\n", "fn long() {\n    y();\n");
+    assert_eq!(
+        long_functions(&longer),
+        [("long".to_string(), 5, MAX_FN_LINES + 1)]
     );
 }
 

@@ -239,6 +239,7 @@ fn a_value_that_starts_with_a_hyphen_is_the_flags_value() {
         let heading = arg.get_help_heading().unwrap_or_default();
         let context: Vec<&str> = match heading {
             "HTTP" if long != "http" => vec!["--http", url.as_str()],
+            "gRPC" => vec!["--grpc", "127.0.0.1:1"],
             "Simulation" if long == "simulate" => vec!["--outage", "1s"],
             "Simulation" if long == "outage" => vec!["--simulate", "3", "--capacity", "5/s"],
             "Simulation" => vec!["--simulate", "3", "--outage", "1s"],
@@ -265,7 +266,7 @@ fn a_value_that_starts_with_a_hyphen_is_the_flags_value() {
                 assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
                 continue;
             }
-            if heading != "HTTP" && heading != "Simulation" {
+            if !["HTTP", "Simulation", "gRPC"].contains(&heading) {
                 args.extend(["--", "sh", "-c", "touch ran"]);
             }
             let out = crate::util::command()

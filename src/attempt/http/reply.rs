@@ -141,6 +141,14 @@ fn proxied() -> bool {
         .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()))
 }
 
+/// Whether the server at `host:port` answers a TLS hello as a TLS server
+/// (gRPC mode's check of a plaintext call that failed).
+pub async fn speaks_tls(host: &str, port: u16) -> bool {
+    tokio::time::timeout(SNIFF_WAIT, tls_reply(host, port))
+        .await
+        .is_ok_and(|bytes| is_tls_record(&bytes))
+}
+
 /// The first bytes a server at `host:port` answers a TLS hello with.
 async fn tls_reply(host: &str, port: u16) -> Vec<u8> {
     let Some(hello) = client_hello(host) else {

@@ -72,6 +72,8 @@ pub struct HttpOptions {
     pub cacert: Option<PathBuf>,
     /// `--insecure`: no certificate verification.
     pub insecure: bool,
+    /// `--unix-socket PATH`: connect through this socket, not to the host.
+    pub unix_socket: Option<PathBuf>,
 }
 
 impl HttpOptions {
@@ -86,6 +88,10 @@ impl HttpOptions {
             words.push("-H".into());
             let value = String::from_utf8_lossy(value.as_bytes());
             words.push(mask::header(name.as_str(), &value).into());
+        }
+        if let Some(path) = &self.unix_socket {
+            words.push("--unix-socket".into());
+            words.push(path.into());
         }
         for file in &self.header_files {
             words.push("-H".into());

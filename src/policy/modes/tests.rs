@@ -124,7 +124,7 @@ fn refusals_keep_their_words() {
         ),
         (
             &["--group", "g", "--state-show", "--dry-run"][..],
-            "--state-show only prints the group's state: give it no COMMAND, --http, --tcp or --dry-run",
+            "--state-show only prints the group's state: give it no COMMAND, --http, --tcp, --file, --grpc or --dry-run",
         ),
         (
             &["--forever", "--max", "3", "--", "true"][..],

@@ -14,10 +14,7 @@ fn opts(args: &[&str], vars: &[(&str, &str)]) -> Result<TraceOptions, UsageError
             .find(|(n, _)| *n == name)
             .map(|(_, v)| v.to_string())
     };
-    let mode = Mode::Run {
-        command: vec!["true".into()],
-    };
-    options(&cli, &mode, &env)
+    options(&cli, true, &env)
 }
 
 fn url(o: &TraceOptions) -> Option<String> {

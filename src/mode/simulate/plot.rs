@@ -16,10 +16,10 @@ use std::time::Duration;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::Outcome;
-use super::report::{Summary, WINDOW};
-use super::tally::nanos;
 use crate::human::human;
+use crate::sim::Outcome;
+use crate::sim::report::{Summary, WINDOW};
+use crate::sim::tally::nanos;
 
 /// What the picture shows besides the runs.
 #[derive(Debug, Clone, Copy)]

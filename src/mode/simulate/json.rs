@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::Model;
-use super::report::Summary;
 use crate::backoff::{Growth, Jitter};
 use crate::policy::SimOptions;
 use crate::retry_policy::Policy;
+use crate::sim::Model;
+use crate::sim::report::Summary;
 
 /// The JSON report (every field is documented with `--simulate` in the
 /// user guide; keep them in step).
@@ -99,7 +99,7 @@ impl<'a> Report<'a> {
             seed,
             server: Server::of(model),
             policy: PolicyJson::of(policy, sim),
-            request_limit: super::request_limit(sim.clients),
+            request_limit: crate::sim::request_limit(sim.clients),
             runs,
         }
     }

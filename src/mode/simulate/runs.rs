@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use rand::Rng;
 
-use super::report::Summary;
-use super::{Fleet, Outcome, Quiet, simulate_fleet};
 use crate::backoff::{Growth, Jitter};
 use crate::event::{Event, Sink};
 use crate::human::human;
 use crate::policy::SimOptions;
 use crate::retry_policy::Policy;
+use crate::sim::report::Summary;
+use crate::sim::{Fleet, Outcome, Quiet, simulate_fleet};
 
 /// Keeps a lone client's waits, for the report.
 #[derive(Default)]
