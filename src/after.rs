@@ -151,6 +151,7 @@ pub fn after<T: Moment, R: Rng + ?Sized>(
         retry_after: done.status.retry_after(),
         now: done.now,
         deadline: done.deadline,
+        max_time: policy.max_time,
         pace_slot: None,
     };
     match wait::decide(input) {
