@@ -72,6 +72,8 @@ enum Home {
     Policy,
     /// The request HTTP mode makes.
     Http,
+    /// The connection HTTP and TCP modes make (`--connect-timeout`).
+    Connect,
     /// The exit codes of a COMMAND.
     ExitCodes,
     /// How a COMMAND's processes run.
@@ -347,7 +349,7 @@ const FLAGS: &[Flag] = &[
     row!(
         "connect_timeout",
         "--connect-timeout",
-        Http,
+        Connect,
         HTTP | TCP | DRY_RUN,
         |c| c.http.connect_timeout.is_some()
     ),
@@ -549,7 +551,10 @@ fn refusal(flag: &Flag, kind: Kind) -> String {
         (Home::Http, Kind::StateShow) => runs_nothing(flag, "--state-show"),
         (Home::Http, Kind::Simulate) => simulate_real(name),
         (Home::Http, _) => format!("{name} applies only to HTTP mode: add --http URL"),
-        (Home::Report | Home::Hook | Home::Process, Kind::StateShow) => {
+        (Home::Connect, Kind::Command | Kind::Http | Kind::Tcp) => format!(
+            "{name} applies only to HTTP and TCP modes: add --http URL or --tcp HOST:PORT"
+        ),
+        (Home::Report | Home::Hook | Home::Process | Home::Connect, Kind::StateShow) => {
             runs_nothing(flag, "--state-show")
         }
         (Home::Report, Kind::Simulate) => runs_nothing(flag, "--simulate"),

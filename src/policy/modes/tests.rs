@@ -48,7 +48,7 @@ fn refusals_keep_their_words() {
         ),
         (
             &["--connect-timeout", "1s", "--", "true"][..],
-            "--connect-timeout applies only to HTTP mode: add --http URL",
+            "--connect-timeout applies only to HTTP and TCP modes: add --http URL or --tcp HOST:PORT",
         ),
         (
             &["--tcp", "db:1", "--insecure"][..],
