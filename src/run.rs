@@ -365,7 +365,8 @@ where
         };
         let planned = Wait {
             delay: wait,
-            ceiling: retry.step().ceiling,
+            ceiling: retry.ceiling(),
+            after: retry.retry_after(),
             jitter: self.policy.delay.jitter.name(),
             paced: wait.saturating_sub(delay),
         };
