@@ -590,3 +590,25 @@ fn a_failed_tls_handshake_is_permanent_and_exits_35() {
         r.stderr
     );
 }
+
+/// A URL with a space was percent-encoded and sent, where curl refuses it
+/// (exit 3): it is refused in one line naming --http, and nothing is sent.
+#[test]
+fn a_url_with_a_space_is_refused_and_nothing_is_sent() {
+    let s = Server::start(vec![reply(200)]);
+    let url = format!("{}/a b?token=hunter2", s.url.replace("://", "://me:pw@"));
+    let r = retry(&["--http", &url]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--http") && r.stderr.contains("a space") && r.stderr.contains("%20"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("hunter2") && !r.stderr.contains(":pw"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(s.hits(), 0);
+}
