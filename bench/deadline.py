@@ -1,19 +1,24 @@
 """Does `--max-time` use the time it was given?
 
-Two measurements, each for one or more builds side by side:
+Three measurements, each for one or more builds side by side:
 
 1. Schedules: `retry --dry-run --max-time 1m --seed S` for 300 seeds (1 to
    300). Attempts take no time in a dry run, so the last row's total wait is
    when the last attempt starts. Reported: the share of seeds whose last
    attempt starts after 55 s, after 50 s and before 45 s, and the median.
-2. A real port: `retry --max-time 1m --seed S --tcp 127.0.0.1:PORT` for seeds
+2. Every size: the same for deadlines of 5 s, 10 s, 15 s, 20 s and 1 m.
+   Reported: the share of seeds whose last attempt starts after 80 % of the
+   deadline, and how many left more than a quarter of it unused.
+3. A real port: `retry --max-time D --seed S --tcp 127.0.0.1:PORT` for seeds
    1 to 20, every run of every build at once, each against its own port that
-   is bound (so connecting is refused) and starts listening 50 s in. Reported:
-   how many runs connected, and their exit codes and times.
+   is bound (so connecting is refused) and starts listening at a given time
+   (`--port D:OPENS`, repeatable; by default 1m:50). Reported: how many runs
+   connected, and their exit codes and times.
 
     python3 bench/deadline.py                          # the debug build, after cargo build
     python3 bench/deadline.py --binary new=PATH --binary old=PATH
     python3 bench/deadline.py --schedules-only
+    python3 bench/deadline.py --port 10s:8 --port 20s:16
 
 Waits in a dry run do not depend on the build's optimisation, and the port
 test waits on the clock, not on the CPU, so a debug build measures the same.
@@ -47,10 +52,13 @@ def parse_duration(text):
     return total
 
 
-def starts(binary, seed):
+SIZES = [("5s", 5.0), ("10s", 10.0), ("15s", 15.0), ("20s", 20.0), ("1m", 60.0)]
+
+
+def starts(binary, seed, max_time="1m"):
     """When each retry of a dry run with this seed starts, in seconds."""
     out = subprocess.run(
-        [binary, "--dry-run", "--max-time", "1m", "--seed", str(seed)],
+        [binary, "--dry-run", "--max-time", max_time, "--seed", str(seed)],
         capture_output=True, text=True, check=True,
     ).stdout
     # Rows are five right-aligned columns, "{:>5}  {:>7}  {:>12}  {:>12}
@@ -85,8 +93,22 @@ def schedules(binaries):
     print()
 
 
-def port_runs(binaries):
-    print(f"## A port that opens {OPENS_AT:.0f} s in: `retry --max-time 1m --seed S --tcp 127.0.0.1:PORT`, S = 1..20\n")
+def sizes(binaries):
+    print("## Every size: `retry --dry-run --max-time D --seed S`, S = 1..300: last attempt after 80 % of D\n")
+    print("| build | " + " | ".join(name for name, _ in SIZES) + " | more than a quarter unused (" + ", ".join(n for n, _ in SIZES) + ") |")
+    print("|---|" + "---:|" * len(SIZES) + "---|")
+    for name, binary in binaries:
+        shares, unused = [], []
+        for size, secs in SIZES:
+            lasts = [(starts(binary, s, size) or [0.0])[-1] for s in SEEDS]
+            shares.append(100.0 * sum(1 for x in lasts if x > 0.8 * secs) / len(lasts))
+            unused.append(sum(1 for x in lasts if x < 0.75 * secs))
+        print(f"| {name} | " + " | ".join(f"{x:.1f} %" for x in shares) + " | " + ", ".join(str(u) for u in unused) + " |")
+    print()
+
+
+def port_runs(binaries, max_time="1m", opens_at=OPENS_AT):
+    print(f"## A port that opens {opens_at:g} s in: `retry --max-time {max_time} --seed S --tcp 127.0.0.1:PORT`, S = 1..20\n")
     socks, runs = [], []
     start = time.monotonic()
     for name, binary in binaries:
@@ -96,13 +118,13 @@ def port_runs(binaries):
             socks.append(s)
             port = s.getsockname()[1]
             proc = subprocess.Popen(
-                [binary, "-qq", "--max-time", "1m", "--seed", str(seed), "--tcp", f"127.0.0.1:{port}"],
+                [binary, "-qq", "--max-time", max_time, "--seed", str(seed), "--tcp", f"127.0.0.1:{port}"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             )
             runs.append((name, seed, proc))
 
     def open_all():
-        time.sleep(max(0.0, start + OPENS_AT - time.monotonic()))
+        time.sleep(max(0.0, start + opens_at - time.monotonic()))
         for s in socks:
             s.listen(16)
 
@@ -138,7 +160,9 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--binary", action="append", default=[], metavar="NAME=PATH",
                     help="a build to measure (repeat to compare); default: target/debug/retry")
-    ap.add_argument("--schedules-only", action="store_true", help="skip the 60 s port test")
+    ap.add_argument("--schedules-only", action="store_true", help="skip the port tests")
+    ap.add_argument("--port", action="append", default=[], metavar="D:OPENS",
+                    help="a port test: --max-time D, the port listening OPENS seconds in (default 1m:50)")
     args = ap.parse_args()
     binaries = []
     for b in args.binary or [f"retry={os.path.join(paths.target_dir(), 'debug', 'retry')}"]:
@@ -149,8 +173,11 @@ def main():
             raise SystemExit(f"{path}: not an executable (build it first)")
         binaries.append((name, path))
     schedules(binaries)
+    sizes(binaries)
     if not args.schedules_only:
-        port_runs(binaries)
+        for spec in args.port or [f"1m:{OPENS_AT:g}"]:
+            max_time, _, opens = spec.partition(":")
+            port_runs(binaries, max_time, float(opens))
 
 
 if __name__ == "__main__":

@@ -102,10 +102,12 @@ for t in "${targets[@]}"; do
   [ "$deb" = "dist/retry-tool_${version}-1_${deb_arch[$t]}.deb" ] || rm -f "$deb"
 
   name="retry-$version-$t"
-  mkdir -p "$stage/$name/completions" "$stage/$name/docs" "$stage/$name/bench"
+  mkdir -p "$stage/$name/man" "$stage/$name/completions" "$stage/$name/docs" "$stage/$name/bench"
   install -m755 "$exe" "$stage/$name/retry"
-  install -m644 man/retry.1 README.md CHANGELOG.md LICENSE-MIT LICENSE-APACHE \
-    ARCHITECTURE.md "$stage/$name/"
+  install -m644 README.md CHANGELOG.md LICENSE-MIT LICENSE-APACHE ARCHITECTURE.md "$stage/$name/"
+  # man/ and completions/ as in the repository, so that the guide's
+  # install lines work as written in either.
+  install -m644 man/retry.1 "$stage/$name/man/"
   install -m644 completions/* "$stage/$name/completions/"
   # The README links to the guide, the guide to its pages, its picture and
   # the benchmarks' figures: the same layout, so that every link works.

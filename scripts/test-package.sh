@@ -129,13 +129,20 @@ for target in x86_64-unknown-linux-musl aarch64-unknown-linux-musl; do
   {
     printf '%s\n' "$name/" "$name/ARCHITECTURE.md" "$name/CHANGELOG.md" "$name/LICENSE-APACHE" \
       "$name/LICENSE-MIT" "$name/README.md" "$name/bench/" "$name/bench/README.md" \
-      "$name/completions/" "$name/docs/" "$name/retry" "$name/retry.1"
+      "$name/completions/" "$name/docs/" "$name/man/" "$name/man/retry.1" "$name/retry"
     for f in completions/* docs/*.md docs/*.svg; do echo "$name/$f"; done
   } | sort >"$work/wanted"
   check "$arch: the archive holds the binary, man page, completions, README, CHANGELOG, licences and the guide" \
     diff -u "$work/wanted" "$work/listed"
   tar -xzf "$archive" -C "$work/$arch"
   check "$arch: the archive's binary is the package's" cmp "$work/$arch/$name/retry" "$work/$arch/retry"
+  # The guide's install lines (`install -Dm644 man/retry.1 ...`) name files
+  # where the archive holds them: it held retry.1 at its top.
+  named=$(sed -n 's/^install -Dm644 \([^ ]*\) .*/\1/p' "$work/$arch/$name/docs/README.md")
+  missing=""
+  for f in $named; do [ -f "$work/$arch/$name/$f" ] || missing="$missing $f"; done
+  check "$arch: every file the guide's install lines name is in the archive (${missing:-none missing})" \
+    test -n "$named" -a -z "$missing"
   # Every relative link of the README and the guide leads to a file in the
   # archive (anchors aside).
   links=0 broken=""

@@ -99,6 +99,18 @@ impl<T: Moment> Retry<T> {
         self.input.step
     }
 
+    /// The server's Retry-After, the floor the jittered delay is added to
+    /// (zero without one).
+    pub fn retry_after(&self) -> Duration {
+        self.input.retry_after.unwrap_or(Duration::ZERO)
+    }
+
+    /// The longest the wait could be before the group's pace: the
+    /// Retry-After floor plus the step's ceiling.
+    pub fn ceiling(&self) -> Duration {
+        self.retry_after().saturating_add(self.input.step.ceiling)
+    }
+
     /// The wait as the retry's own backoff (and Retry-After) decide it,
     /// before the group's pace has its say.
     pub fn delay(&self) -> Duration {
@@ -177,6 +189,7 @@ pub fn after<T: Moment, R: Rng + ?Sized>(
         retry_after: done.status.retry_after(),
         now: done.now,
         deadline: done.deadline,
+        max_time: policy.max_time,
         pace_slot: None,
     };
     match wait::decide(input) {

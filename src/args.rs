@@ -180,7 +180,9 @@ fn accepted_hint(e: &clap::Error) -> String {
             return format!("; did you mean {ours}?");
         }
         return match e.get(ContextKind::SuggestedArg) {
-            Some(ContextValue::String(ours)) => format!("; did you mean {ours}?"),
+            Some(ContextValue::String(ours)) if crate::hint::near_enough(flag, ours) => {
+                format!("; did you mean {ours}?")
+            }
             _ => String::new(),
         };
     }

@@ -183,9 +183,10 @@ pub struct Cli {
     /// (0 or inf: none)
     ///
     /// A wait that would pass the deadline is drawn again, with the same jitter, inside the time
-    /// left, to end v/60 before it (v: the top of the range the wait was drawn from; 30s once the
-    /// default cap is reached), so a last attempt starts shortly before the deadline. With less
-    /// than v/6 left (5s under a 30s cap), such a wait ends the run instead.
+    /// left, to end min(v, D)/60 before it (v: the top of the range the wait was drawn from, 30s
+    /// once the default cap is reached; D: the deadline), so a last attempt starts shortly before
+    /// the deadline, however short. With less than min(v/6, D/12) left (5s under a 30s cap and a
+    /// deadline of 1m or more), such a wait ends the run instead.
     #[arg(
         long,
         value_name = "DUR",

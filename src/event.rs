@@ -27,7 +27,13 @@ pub trait Sink {
 pub struct Wait {
     /// The whole wait.
     pub delay: Duration,
+    /// The longest the wait could have been before the group's pace: the
+    /// server's Retry-After floor (`after`) plus the backoff's ceiling, so
+    /// no logged wait (pace aside) is longer than its ceiling.
     pub ceiling: Duration,
+    /// The server's Retry-After, the floor the jittered delay is added to
+    /// (zero without one).
+    pub after: Duration,
     pub jitter: &'static str,
     /// The part of `delay` spent waiting for the group's next pace slot,
     /// beyond the retry's own backoff.
@@ -162,6 +168,7 @@ pub fn sample_failed_attempt(status: &Status) -> Event<'_> {
         next: Some(Wait {
             delay: Duration::from_millis(870),
             ceiling: Duration::from_secs(2),
+            after: Duration::ZERO,
             jitter: "full",
             paced: Duration::ZERO,
         }),

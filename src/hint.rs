@@ -12,10 +12,20 @@ use std::ffi::OsString;
 pub fn command_not_found(command: &[OsString]) -> Option<String> {
     let first = command.first()?.to_str()?;
     let rest = &command[1..];
-    if let Some(program) = rest.first().and_then(|p| p.to_str())
+    if first == "help" {
+        return Some("for retry's own help, write: retry --help (or -h for a summary)".to_string());
+    }
+    // `retry 3 -- curl ...`: the `--` after the count only ends retry's
+    // options, as it would after `--max 3`; the program is the word after.
+    let after_count = match rest.first() {
+        Some(w) if w == "--" => &rest[1..],
+        _ => rest,
+    };
+    if let Some(program) = after_count.first().and_then(|p| p.to_str())
         && let Ok(n) = first.trim().parse::<u32>()
         && n >= 1
     {
+        let rest = after_count;
         let more = if rest.len() > 1 { " ..." } else { "" };
         return Some(format!(
             "to make up to {n} attempts, write: retry --max {n} -- {}{more}",
@@ -152,12 +162,51 @@ fn is_host_port(s: &str) -> bool {
     port_ok && host_ok
 }
 
+/// Whether clap's guess `suggested` for the unknown flag `typed` is near
+/// enough to offer as "did you mean": a typo (an edit or two for a short
+/// name, a few more for a long one: at least 70 % alike, as
+/// Damerau-Levenshtein counts) or the start of the flag's name. clap's own
+/// measure, made for subcommand names, finds `--multiplier` in `--limit`
+/// and `--expect` in `--exponential`; a wrong pointer is worse than none.
+pub fn near_enough(typed: &str, suggested: &str) -> bool {
+    let bare = |f: &str| {
+        let f = f.split('=').next().unwrap_or(f);
+        f.trim_start_matches('-').to_ascii_lowercase()
+    };
+    let (typed, suggested) = (bare(typed), bare(suggested));
+    // curl's names for what retry does not do: a near name of ours means
+    // something else (`--form` is no `--format`, `--bearer` no `--breaker`).
+    if matches!(typed.as_str(), "form" | "bearer" | "oauth2-bearer" | "user") {
+        return false;
+    }
+    if typed.len() >= 3 && suggested.starts_with(&typed) {
+        return true;
+    }
+    strsim::normalized_damerau_levenshtein(&typed, &suggested) >= 0.7
+}
+
 /// retry's flag for what other retry tools (and curl, and CI retry
-/// actions) call `flag`, with a word on how they differ.
+/// actions) call `flag`, with a word on how they differ; also the words a
+/// newcomer reaches for where a near name of ours would mislead.
 pub fn other_tools_flag(flag: &str) -> Option<&'static str> {
     let name = flag.split('=').next().unwrap_or(flag);
     Some(match name {
-        "--retries" | "--retry" | "--max-retries" => {
+        "--limit" => "--max (attempts in total) or --max-time (the whole run's deadline)",
+        "--exp" | "--expo" | "--exponential" => "--backoff exponential (the default)",
+        "--linear" => "--backoff linear",
+        "--fixed" | "--constant" => "--backoff fixed",
+        "--factor" | "--backoff-factor" => "--multiplier (exponential growth's factor)",
+        "--initial-delay" | "--min-delay" | "--initial" => "--base (the first wait)",
+        "--backoff-max" => "--cap (the longest single wait)",
+        "--exit-code" | "--code" | "--codes" => {
+            "--retry-on, --stop-on or --success-on (lists of exit codes)"
+        }
+        "--silent" => "--quiet (-q: give-up lines only; -qq: nothing)",
+        "--debug" => "--verbose (-v)",
+        "--no-color" | "--no-colour" => "--color never",
+        "--out" => "--output (HTTP mode's body to a file)",
+        "--head" => "--method HEAD (curl's -I is -X HEAD here)",
+        "--retries" | "--retry" | "--max-retries" | "--max-retry" | "--retry-count" => {
             "--max (attempts in total, the first included: 3 retries are --max 4)"
         }
         "--times" | "--attempts" | "--tries" | "--max-attempts" | "--count" => {
@@ -217,6 +266,59 @@ mod tests {
         );
         assert_eq!(hint(&["5"]), None);
         assert_eq!(hint(&["0", "make"]), None);
+    }
+
+    #[test]
+    fn a_count_before_a_double_dash_hints_the_program_not_the_dash() {
+        // `retry 3 -- curl ...` hinted `retry --max 3 -- -- ...`.
+        assert_eq!(
+            hint(&["3", "--", "curl", "-fsS", "http://h/"]).as_deref(),
+            Some("to make up to 3 attempts, write: retry --max 3 -- curl ...")
+        );
+        assert_eq!(
+            hint(&["3", "--", "make"]).as_deref(),
+            Some("to make up to 3 attempts, write: retry --max 3 -- make")
+        );
+        assert_eq!(hint(&["3", "--"]), None);
+    }
+
+    #[test]
+    fn retry_help_points_at_the_help_flag() {
+        assert_eq!(
+            hint(&["help"]).as_deref(),
+            Some("for retry's own help, write: retry --help (or -h for a summary)")
+        );
+        assert!(hint(&["help", "max"]).is_some_and(|h| h.contains("retry --help")));
+    }
+
+    #[test]
+    fn suggestions_that_point_the_wrong_way_are_not_offered() {
+        for (typed, theirs) in [
+            ("--limit", "--multiplier"),
+            ("--exponential", "--expect"),
+            ("--linear", "--insecure"),
+            ("--code", "--model"),
+            ("--man", "--max"),
+            ("--id", "--idle-timeout"),
+            ("--on-failure", "--log-file"),
+            ("--form", "--format"),
+            ("--bearer", "--breaker"),
+        ] {
+            assert!(!near_enough(typed, theirs), "{typed} -> {theirs}");
+        }
+        for (typed, ours) in [
+            ("--bse", "--base"),
+            ("--max-tim", "--max-time"),
+            ("--maxtime", "--max-time"),
+            ("--jiter", "--jitter"),
+            ("--colour", "--color"),
+            ("--dry", "--dry-run"),
+            ("--dry_run", "--dry-run"),
+            ("--simulation", "--simulate"),
+            ("--multiply=3", "--multiplier"),
+        ] {
+            assert!(near_enough(typed, ours), "{typed} -> {ours}");
+        }
     }
 
     #[test]
@@ -290,6 +392,10 @@ mod tests {
             ("--sleep", "--base"),
             ("--interval=5", "--base"),
             ("--max-delay", "--cap"),
+            ("--limit", "--max"),
+            ("--exponential", "--backoff exponential"),
+            ("--linear", "--backoff linear"),
+            ("--no-color", "--color never"),
         ] {
             let h = other_tools_flag(theirs).expect(theirs);
             assert!(h.starts_with(ours), "{theirs}: {h}");

@@ -308,4 +308,75 @@ mod tests {
             "{text}"
         );
     }
+
+    /// When each retry of `retry --dry-run --max-time D --seed S` starts
+    /// (the default policy; attempts take no time here).
+    fn starts(max_time: Duration, seed: u64) -> Vec<Duration> {
+        let p = Policy {
+            max_attempts: None,
+            max_time: Some(max_time),
+            ..Policy::default()
+        };
+        let sched = schedule(&p, &mut crate::rng::seeded(seed));
+        assert!(sched.cut_by_deadline, "seed {seed}: {sched:?}");
+        sched.rows.iter().map(|r| r.total).collect()
+    }
+
+    const SIZES: [u64; 5] = [5, 10, 15, 20, 60];
+
+    #[test]
+    fn a_short_deadline_is_used_as_fully_as_a_long_one_and_a_fleet_still_spreads() {
+        for secs in SIZES {
+            let d = Duration::from_secs(secs);
+            let lasts: Vec<Duration> = (1..=300)
+                .map(|seed| *starts(d, seed).last().expect("a retry"))
+                .collect();
+            // The promise: after 80 % of the deadline in 95 % of the runs.
+            let late = lasts.iter().filter(|t| **t > d * 4 / 5).count();
+            assert!(late >= 285, "{secs}s: {late} of 300 after 80 %");
+            // The rule behind it: within a twelfth of the deadline (5s of 1m)
+            // for every seed, before its end.
+            for (seed, t) in (1..).zip(&lasts) {
+                assert!(*t >= d - d / 12 && *t < d, "{secs}s, seed {seed}: {t:?}");
+            }
+            // As 300 runs that failed at once, their last attempts spread
+            // over the end of the deadline, not piled on one instant before
+            // it: no sixtieth of the deadline holds a third of them.
+            let mut bins = [0u32; 60];
+            for t in &lasts {
+                bins[(t.as_nanos() * 60 / d.as_nanos()) as usize] += 1;
+            }
+            let busiest = bins.iter().max().copied().unwrap_or(0);
+            assert!(busiest < 100, "{secs}s: {bins:?}");
+            assert!(
+                bins.iter().filter(|b| **b > 0).count() >= 4,
+                "{secs}s: {bins:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_short_deadline_gave_up_with_a_third_of_it_unused() {
+        // `retry --max-time 5s --seed 4 -- false` gave up 2.8s in.
+        let last = *starts(Duration::from_secs(5), 4).last().expect("a retry");
+        assert!(last > Duration::from_millis(4_500), "{last:?}");
+        // `--max-time 10s --seed 52` against a port opening at 7s gave up
+        // at 5.2s.
+        let s = starts(Duration::from_secs(10), 52);
+        assert!(s.iter().any(|t| *t >= Duration::from_secs(7)), "{s:?}");
+    }
+
+    #[test]
+    fn a_port_opening_at_four_fifths_of_the_deadline_is_reached_by_every_seed() {
+        for secs in [10, 20] {
+            let d = Duration::from_secs(secs);
+            for seed in 1..=20 {
+                let s = starts(d, seed);
+                assert!(
+                    s.iter().any(|t| *t >= d * 4 / 5 && *t < d),
+                    "{secs}s, seed {seed}: {s:?}"
+                );
+            }
+        }
+    }
 }

@@ -53,6 +53,9 @@ pub struct Input<T> {
     pub now: T,
     /// `--max-time` as a point in time.
     pub deadline: Option<T>,
+    /// `--max-time` as given, a length: how much time is "too little left"
+    /// follows it (see [`room`]).
+    pub max_time: Option<Duration>,
     /// The earliest start the group's pace grants this retry (None: no
     /// pacing, or no slot later than the retry's own wait; see
     /// `after::Retry::with_slot`): the retry waits for the later of its own
@@ -127,16 +130,39 @@ const FAR: Duration = Duration::from_secs(u32::MAX as u64);
 
 /// Below this share of the top of a step's range (a sixth: 5s once the
 /// default 30s cap is reached), the time left is too little to draw a wait
-/// again: the wait stays as drawn, and if it crosses the deadline the run
-/// ends. Above it, waits are drawn again (see `fit`), so a run's last
-/// attempt starts in the last sixth of the range's top before the deadline,
-/// and a fleet's last attempts spread over that time.
+/// again (see [`room`]).
 const ROOM_SHARE: u32 = 6;
 
-/// A redrawn wait ends at least this share of the top of the step's range
-/// before the deadline (a sixtieth: 0.5s under a 30s cap), so the attempt it
+/// ... or below this share of `--max-time` (a twelfth: 5s of 1m), whichever
+/// is less: a short deadline's last attempt starts as late in it as a long
+/// one's does under the default cap.
+const ROOM_SHARE_OF_DEADLINE: u32 = 12;
+
+/// A redrawn wait ends at least this share of the top of the step's range,
+/// or of `--max-time`, whichever is less, before the deadline (a sixtieth:
+/// 0.5s under a 30s cap and a deadline of 30s or more), so the attempt it
 /// leads to has time to run, even under `--jitter none`.
 const MARGIN_SHARE: u32 = 60;
+
+/// The least time left in which a wait that would pass the deadline is drawn
+/// again: the smaller of a sixth of the step's range top `high` and a
+/// twelfth of `--max-time`. Below it, the wait stays as drawn, and if it
+/// crosses the deadline the run ends; above it, waits are drawn again (see
+/// `fit`), so a run's last attempt starts within this room before the
+/// deadline, and a fleet's last attempts spread over it. It follows the
+/// deadline as well as the range, so a deadline of a few seconds is used as
+/// fully as one of a minute: a cap far above the deadline does not make the
+/// room most of it.
+fn room(high: Duration, max_time: Option<Duration>) -> Duration {
+    let by_range = high / ROOM_SHARE;
+    max_time.map_or(by_range, |d| by_range.min(d / ROOM_SHARE_OF_DEADLINE))
+}
+
+/// How long before the deadline a redrawn wait ends: the smaller of a
+/// sixtieth of `high` and of `--max-time`; always less than [`room`].
+fn margin(high: Duration, max_time: Option<Duration>) -> Duration {
+    max_time.map_or(high, |d| high.min(d)) / MARGIN_SHARE
+}
 
 /// Decide the wait before the next attempt. No sleep runs past
 /// `--max-time`: a wait that would is drawn again inside the time left
@@ -147,6 +173,7 @@ pub fn decide<T: Moment>(input: Input<T>) -> Decision<T> {
         retry_after,
         now,
         deadline,
+        max_time,
         pace_slot,
     } = input;
     let left = |d: T| d.since(now);
@@ -165,7 +192,7 @@ pub fn decide<T: Moment>(input: Input<T>) -> Decision<T> {
     // spread over [after, after + ceiling] as the jitter kind spreads any
     // other retry.
     let after = retry_after.unwrap_or(Duration::ZERO);
-    let jitter = deadline.map_or(step.delay, |d| fit(&step, after, left(d)));
+    let jitter = deadline.map_or(step.delay, |d| fit(&step, after, left(d), max_time));
     let delay = after.saturating_add(jitter);
     let own = now.checked_plus(delay);
     if let (Some(slot), Some(d)) = (pace_slot, deadline)
@@ -198,16 +225,16 @@ pub fn decide<T: Moment>(input: Input<T>) -> Decision<T> {
 
 /// The step's delay, fitted to the `left` until the deadline when the
 /// Retry-After floor `after` comes first. A delay that would start the next
-/// attempt less than the margin ([`MARGIN_SHARE`]) before the deadline, or
-/// after it, is drawn again from the step's range shrunk to end at that
-/// margin: the same jitter shape, only narrower. With less than
-/// [`ROOM_SHARE`] of the range's top left, the delay stays as drawn.
-fn fit(step: &Step, after: Duration, left: Duration) -> Duration {
-    if left < step.high / ROOM_SHARE {
+/// attempt less than the [`margin`] before the deadline, or after it, is
+/// drawn again from the step's range shrunk to end at that margin: the same
+/// jitter shape, only narrower. With less than the [`room`] left, the delay
+/// stays as drawn.
+fn fit(step: &Step, after: Duration, left: Duration, max_time: Option<Duration>) -> Duration {
+    if left < room(step.high, max_time) {
         return step.delay;
     }
     let window = left
-        .saturating_sub(step.high / MARGIN_SHARE)
+        .saturating_sub(margin(step.high, max_time))
         .saturating_sub(after);
     if step.delay <= window {
         return step.delay;
@@ -277,6 +304,7 @@ mod tests {
             retry_after: None,
             now: ms(now),
             deadline: None,
+            max_time: None,
             pace_slot: None,
         }
     }
@@ -321,6 +349,7 @@ mod tests {
             retry_after: None,
             now: ms(60_000) - left,
             deadline: Some(ms(60_000)),
+            max_time: Some(ms(60_000)),
             pace_slot: None,
         }
     }
@@ -405,6 +434,38 @@ mod tests {
     }
 
     #[test]
+    fn a_cap_far_above_a_short_deadline_no_longer_ends_the_run_early() {
+        // `--max-time 10s` with the range at the 30s cap and 4.8s left: the
+        // room is 10s/12, not 30s/6, so the wait is drawn again, to end
+        // 10s/60 before the deadline, where the run gave up 5.2s in.
+        let mut i = full(ms(20_000), ms(4_800));
+        i.max_time = Some(ms(10_000));
+        let d = sleep_of(decide(i));
+        assert!(d < ms(4_800 - 166), "{d:?}");
+        assert_eq!(
+            room(ms(30_000), i.max_time),
+            Duration::from_nanos(833_333_333)
+        );
+        assert_eq!(
+            margin(ms(30_000), i.max_time),
+            Duration::from_nanos(166_666_666)
+        );
+        // Under the room, a wait past the deadline still ends the run.
+        let mut i = full(ms(20_000), ms(800));
+        i.max_time = Some(ms(10_000));
+        assert!(matches!(
+            decide(i),
+            Decision::GiveUp(GiveUp::PastDeadline { .. })
+        ));
+        // A range below the deadline keeps its own, smaller room.
+        assert_eq!(
+            room(ms(2_000), i.max_time),
+            Duration::from_nanos(333_333_333)
+        );
+        assert_eq!(room(ms(30_000), None), ms(5_000));
+    }
+
+    #[test]
     fn a_redrawn_wait_keeps_the_retry_after_floor() {
         // 4s asked, 10s left: the jitter is drawn again in 10 - 0.5 - 4s.
         let mut i = full(ms(20_000), ms(10_000));
@@ -434,8 +495,8 @@ mod tests {
                 high,
                 delay,
             };
-            if delay > left - high / MARGIN_SHARE {
-                out.push(fit(&step, Duration::ZERO, left).as_secs_f64());
+            if delay > left - margin(high, None) {
+                out.push(fit(&step, Duration::ZERO, left, None).as_secs_f64());
             }
         }
         out
@@ -523,6 +584,7 @@ mod tests {
             retry_after: None,
             now,
             deadline: None,
+            max_time: None,
             pace_slot: None,
         };
         match decide(i) {
@@ -538,6 +600,7 @@ mod tests {
             width in 0u64..40_000,
             at in 0.0f64..=1.0,
             left in 1u64..80_000,
+            spent in 0u64..80_000,
         ) {
             let (low, high) = (ms(low), ms(low + width));
             let delay = low + (high - low).mul_f64(at);
@@ -546,8 +609,13 @@ mod tests {
                 retry_after: None,
                 now: ms(100_000),
                 deadline: Some(ms(100_000 + left)),
+                // The run has `left` of its --max-time to go.
+                max_time: Some(ms(left + spent)),
                 pace_slot: None,
             };
+            let room = room(high, i.max_time);
+            proptest::prop_assert!(room <= high / ROOM_SHARE && room <= ms(left + spent) / ROOM_SHARE_OF_DEADLINE);
+            proptest::prop_assert!(margin(high, i.max_time) < room || room.is_zero());
             match decide(i) {
                 Decision::Sleep { delay: d, .. } => {
                     proptest::prop_assert!(d <= delay);
@@ -555,12 +623,12 @@ mod tests {
                     if d < delay {
                         // Drawn again: inside the range shrunk to end a
                         // margin before the deadline.
-                        let w = ms(left) - high / MARGIN_SHARE;
+                        let w = ms(left) - margin(high, i.max_time);
                         proptest::prop_assert!(d <= w && d >= low.mul_f64(w.as_secs_f64() / high.as_secs_f64()) - Duration::from_nanos(1));
                     }
                 }
                 Decision::GiveUp(GiveUp::PastDeadline { .. }) => {
-                    proptest::prop_assert!(ms(left) < high / ROOM_SHARE && delay >= ms(left));
+                    proptest::prop_assert!(ms(left) < room && delay >= ms(left));
                 }
                 other => proptest::prop_assert!(false, "{:?}", other),
             }

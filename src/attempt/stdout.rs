@@ -14,6 +14,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use nix::fcntl::{FcntlArg, OFlag, fcntl};
 use nix::libc;
 use nix::sys::stat::{SFlag, fstat};
 use nix::unistd::{Whence, isatty, lseek};
@@ -66,7 +67,11 @@ fn kind(fd: i32) -> Option<SFlag> {
 }
 
 /// Where retry's stdout stands when it is a file (or a disk): what a child
-/// writes there moves the offset they share.
+/// writes there moves the offset they share. Opened for appending (`>>`),
+/// the offset stays where it was (0 for a file just opened) until the first
+/// write moves it to the end: the next write lands at the end of the file,
+/// so that is where it stands, or a file's old contents would count as the
+/// attempt's.
 pub fn stdout_offset() -> Option<u64> {
     if !matches!(
         kind(libc::STDOUT_FILENO),
@@ -76,9 +81,16 @@ pub fn stdout_offset() -> Option<u64> {
     }
     // SAFETY: as above.
     let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(libc::STDOUT_FILENO) };
-    lseek(fd, 0, Whence::SeekCur)
+    let at = lseek(fd, 0, Whence::SeekCur)
         .ok()
-        .and_then(|o| u64::try_from(o).ok())
+        .and_then(|o| u64::try_from(o).ok())?;
+    let appending = fcntl(fd, FcntlArg::F_GETFL)
+        .is_ok_and(|f| OFlag::from_bits_truncate(f).contains(OFlag::O_APPEND));
+    if !appending {
+        return Some(at);
+    }
+    let end = fstat(fd).ok().and_then(|st| u64::try_from(st.st_size).ok());
+    Some(end.map_or(at, |end| end.max(at)))
 }
 
 /// What the attempt just ended left on retry's stdout: `before` is

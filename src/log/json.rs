@@ -202,11 +202,14 @@ fn bodies<'a>(event: &'a Event<'a>) -> Vec<Body<'a>> {
                 duration_ms: millis(*duration),
                 reason: (*verdict != Verdict::Success).then(|| status.to_string()),
             }];
+            // The ceiling counts the server's Retry-After floor, as the
+            // attempt event's retry_after_ms gives it.
             if let Some(Wait {
                 delay,
                 ceiling,
                 jitter,
                 paced,
+                ..
             }) = next
             {
                 let own = delay.saturating_sub(*paced);

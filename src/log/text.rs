@@ -10,6 +10,16 @@ use crate::event::{End, Ending, Event, Wait};
 use crate::human::{human, of_max, shell_line};
 
 /// What the group's pace added to a wait, if anything.
+/// The server's Retry-After, which the wait starts from, when it asked
+/// for one: the ceiling then counts it too.
+fn floor(after: Duration, then: &str) -> String {
+    if after.is_zero() {
+        String::new()
+    } else {
+        format!("Retry-After {}{then}", human(after))
+    }
+}
+
 fn paced(d: Duration) -> String {
     if d.is_zero() {
         String::new()
@@ -89,13 +99,15 @@ pub fn line(event: &Event<'_>, elapsed: Duration) -> String {
                     )
                 }
                 (_, Some(w)) if w.jitter == "none" => format!(
-                    "retry: attempt {n} failed ({status}) after {d}; next in {} (no jitter{})",
+                    "retry: attempt {n} failed ({status}) after {d}; next in {} ({}no jitter{})",
                     human(w.delay),
+                    floor(w.after, ", "),
                     paced(w.paced)
                 ),
                 (_, Some(w)) => format!(
-                    "retry: attempt {n} failed ({status}) after {d}; next in {} ({} jitter, ceiling {}{})",
+                    "retry: attempt {n} failed ({status}) after {d}; next in {} ({}{} jitter, ceiling {}{})",
                     human(w.delay),
+                    floor(w.after, " + "),
                     w.jitter,
                     human(w.ceiling),
                     paced(w.paced)
@@ -198,6 +210,36 @@ mod tests {
         );
     }
 
+    /// After a Retry-After, the line showed a wait longer than its own
+    /// "ceiling" (`next in 2s 855ms (full jitter, ceiling 1s)`).
+    #[test]
+    fn a_wait_after_a_retry_after_is_within_its_ceiling_and_names_the_floor() {
+        let status = Status::Exited(1);
+        let wait = |jitter| Wait {
+            delay: Duration::from_millis(2855),
+            ceiling: Duration::from_secs(3),
+            after: Duration::from_secs(2),
+            jitter,
+            paced: Duration::ZERO,
+        };
+        let e = |w| Event::Attempt {
+            attempt: 1,
+            max: Some(2),
+            status: &status,
+            verdict: Verdict::Retryable,
+            duration: Duration::from_millis(5),
+            next: Some(w),
+        };
+        assert_eq!(
+            line(&e(wait("full")), Duration::ZERO),
+            "retry: attempt 1/2 failed (exit 1) after 5ms; next in 2s 855ms (Retry-After 2s + full jitter, ceiling 3s)"
+        );
+        assert_eq!(
+            line(&e(wait("none")), Duration::ZERO),
+            "retry: attempt 1/2 failed (exit 1) after 5ms; next in 2s 855ms (Retry-After 2s, no jitter)"
+        );
+    }
+
     #[test]
     fn a_wait_after_the_servers_says_which_field_and_the_jitter_on_top() {
         let status = Status::Http {
@@ -229,6 +271,7 @@ mod tests {
             next: Some(Wait {
                 delay: Duration::from_millis(1200),
                 ceiling: Duration::from_secs(1),
+                after: Duration::ZERO,
                 jitter: "full",
                 paced: Duration::from_millis(700),
             }),

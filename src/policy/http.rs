@@ -29,6 +29,19 @@ fn is_idempotent(m: &Method) -> bool {
     )
 }
 
+/// What in a URL no request line may carry: a space, or a control
+/// character (a tab or a line break, which URL parsers drop without a
+/// word). The parser would percent-encode a space and send the request,
+/// where curl refuses such a URL (exit 3): most likely a mistake, say a
+/// word run into the next, so it is refused, not guessed at.
+fn unsendable(url: &str) -> Option<&'static str> {
+    url.chars().find_map(|c| match c {
+        ' ' => Some("a space"),
+        c if c.is_whitespace() || c.is_control() => Some("a control character"),
+        _ => None,
+    })
+}
+
 /// Validate the HTTP flags. `Ok(None)` when `--http` was not given.
 pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, UsageError> {
     let Some(raw_url) = &args.url else {
@@ -36,6 +49,12 @@ pub fn from_args(args: &HttpArgs) -> Result<Option<(HttpOptions, HttpRules)>, Us
         return Ok(None);
     };
 
+    if let Some(what) = unsendable(raw_url.trim()) {
+        // The URL is not echoed: it may hold a password.
+        return Err(UsageError(format!(
+            "invalid value for --http: the URL holds {what}, which curl refuses too; expected a URL with a space written as %20, such as https://example.com/a%20b"
+        )));
+    }
     let url = Url::parse(raw_url.trim())
         .ok()
         .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some())
@@ -437,6 +456,18 @@ mod tests {
     fn usage_errors_name_the_flag() {
         assert!(err(&["--http", "ftp://h/"]).contains("--http"));
         assert!(err(&["--http", "not a url"]).contains("--http"));
+        // A space inside: curl refuses it; it was percent-encoded and sent.
+        for url in [
+            "http://h/a b",
+            "http://u:pw@h/?q=a b",
+            "http://h/a\tb",
+            "http://h/a\nb",
+        ] {
+            let e = err(&["--http", url]);
+            assert!(e.contains("--http") && e.contains("%20"), "{e}");
+            assert!(!e.contains("pw"), "{e}");
+        }
+        assert!(err(&["--http", "http://h/a b"]).contains("a space"));
         assert!(err(&["--http", "http://h/", "-H", "no colon"]).contains("--header"));
         assert!(err(&["--http", "http://h/", "-X", "BAD METHOD"]).contains("--method"));
         assert!(err(&["--http", "http://h/", "--expect", "2xy"]).contains("--expect"));

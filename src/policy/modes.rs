@@ -191,6 +191,8 @@ enum Home {
     Policy,
     /// The request HTTP mode makes.
     Http,
+    /// The connection the network probes make (`--connect-timeout`).
+    Connect,
     /// What a path must be in file mode.
     File,
     /// How gRPC mode asks.
@@ -485,7 +487,7 @@ const FLAGS: &[Flag] = &[
     row!(
         "connect_timeout",
         "--connect-timeout",
-        Http,
+        Connect,
         HTTP | TCP | GRPC | DRY_RUN,
         |c| c.http.connect_timeout.is_some()
     ),
@@ -767,9 +769,14 @@ fn refusal(flag: &Flag, kind: Kind) -> String {
             format!("{name} applies only to --simulate N: add --simulate with a number of clients")
         }
         // Where --http would be refused too, "add --http URL" is no fix.
-        (Home::Http | Home::Report | Home::Hook | Home::Process, Runs::Prints(_)) => {
-            runs_nothing(flag, mode)
-        }
+        (
+            Home::Http | Home::Connect | Home::Report | Home::Hook | Home::Process,
+            Runs::Prints(_),
+        ) => runs_nothing(flag, mode),
+        (Home::Connect, Runs::Simulated) => simulate_real(name),
+        (Home::Connect, _) => format!(
+            "{name} applies only to HTTP, TCP and gRPC modes: add --http URL, --tcp HOST:PORT or --grpc HOST:PORT"
+        ),
         (Home::Http, Runs::Simulated) => simulate_real(name),
         (Home::Http, Runs::Yes) if kind != Kind::Command => {
             format!("{name} applies only to HTTP mode, not to {mode}")

@@ -384,7 +384,8 @@ impl<S: Sink> World<'_, S> {
         };
         let planned = Wait {
             delay: wait,
-            ceiling: retry.step().ceiling,
+            ceiling: retry.ceiling(),
+            after: retry.retry_after(),
             jitter: policy.delay.jitter.name(),
             paced: wait.saturating_sub(delay),
         };

@@ -26,6 +26,25 @@ fn a_count_before_the_command_is_hinted_as_max_and_still_runs_as_written() {
     assert!(!marker.exists(), "the hint must not change what runs");
 }
 
+/// `retry 3 -- curl ...` hinted `retry --max 3 -- -- ...`.
+#[test]
+fn a_count_then_a_double_dash_is_hinted_with_the_program_not_a_second_dash() {
+    let line = not_found(&["3", "--", "curl", "-fsS", "http://127.0.0.1:9/"]);
+    assert!(line.contains("write: retry --max 3 -- curl ..."), "{line}");
+    assert!(!line.contains("-- --"), "{line}");
+}
+
+/// `retry help` ran a program called `help`, and said only that it was
+/// not found.
+#[test]
+fn retry_help_points_at_the_help_flag() {
+    let line = not_found(&["help"]);
+    assert!(
+        line.contains("command not found: help") && line.contains("write: retry --help"),
+        "{line}"
+    );
+}
+
 #[test]
 fn a_url_as_command_is_hinted_as_http_with_its_secrets_masked() {
     let line = not_found(&["https://me:hunter2@127.0.0.1:9/health?token=abc"]);
@@ -82,6 +101,25 @@ fn other_tools_flag_names_and_near_typos_get_did_you_mean() {
         let line = retry(&all).run().expect_usage_line(want);
         assert!(line.contains(args[0]), "{line}");
     }
+    // clap's guesses that point the wrong way are not offered: `--limit`
+    // got `--multiplier`, `--exponential` `--expect`, curl's `--form`
+    // `--format`.
+    for (args, want) in [
+        (&["--limit", "3"][..], "did you mean --max"),
+        (&["--exponential"][..], "did you mean --backoff exponential"),
+    ] {
+        let mut all = args.to_vec();
+        all.extend(["--", "true"]);
+        let line = retry(&all).run().expect_usage_line(want);
+        assert!(
+            !line.contains("--multiplier") && !line.contains("--expect"),
+            "{line}"
+        );
+    }
+    let line = retry(["--form", "a=b", "--http", "http://127.0.0.1:9/"])
+        .run()
+        .expect_usage_line("--form");
+    assert!(!line.contains("did you mean"), "{line}");
     // A flag nothing resembles gets no guess.
     let line = retry(["--zzzz", "--", "true"])
         .run()

@@ -74,6 +74,32 @@ fn without_the_flag_a_retried_attempts_stdout_in_a_file_is_said_to_stay() {
     assert_eq!(err.matches("on stdout").count(), 1, "{err}");
 }
 
+/// `retry ... >> big.log`: the line counted the file's old size too (a
+/// 5 MB log made a 6-byte attempt read "4.77 MiB"): appending, the offset
+/// stays at 0 until the first write moves it to the end.
+#[test]
+fn stdout_appended_to_a_file_counts_only_what_the_attempt_wrote() {
+    let dir = scratch();
+    let file = dir.path().join("out");
+    std::fs::write(&file, vec![b'x'; 5 << 20]).unwrap();
+    let appending = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&file)
+        .unwrap();
+    let status = command()
+        .args(["--base", "1ms", "--max", "3", "--", "sh", "-c", &noisy(3)])
+        .stdout(appending)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(status.status.code(), Some(0));
+    assert_eq!(std::fs::metadata(&file).unwrap().len(), (5 << 20) + 18);
+    let err = String::from_utf8_lossy(&status.stderr);
+    assert!(err.contains("attempt 1 left 6 bytes on stdout"), "{err}");
+    assert!(err.contains("attempt 2 left 6 bytes on stdout"), "{err}");
+    assert!(!err.contains("MiB"), "{err}");
+}
+
 #[test]
 fn without_the_flag_a_pipe_gets_the_line_and_a_terminal_or_dev_null_does_not() {
     // A pipe: retry cannot count what went into it, and says so.

@@ -64,9 +64,10 @@ fn no_sleep_after_the_last_attempt() {
     );
 }
 
-/// `--base 10s --jitter none --max-time 3s`: the first wait (10s) would pass
-/// the deadline and is drawn again to end 10s/60 before it; the next (20s)
-/// would pass it with too little time left, and the run gives up there.
+/// `--base 10s --jitter none --max-time 6s`: the first wait (10s) would pass
+/// the deadline and is drawn again to end 6s/60 before it (the deadline is
+/// shorter than the range); the next (20s) would pass it with too little time
+/// left (less than 6s/12), and the run gives up there.
 fn long_backoff_short_deadline() -> Vec<&'static str> {
     vec![
         "--max",
@@ -76,7 +77,7 @@ fn long_backoff_short_deadline() -> Vec<&'static str> {
         "--jitter",
         "none",
         "--max-time",
-        "3s",
+        "6s",
     ]
 }
 
@@ -86,13 +87,13 @@ fn max_time_draws_a_long_wait_again_and_never_sleeps_past_it() {
     args.extend(["--log-format", "json", "--", "false"]);
     let out = retry(args).run();
     out.expect_code(1);
-    // The second attempt starts at 2.83s; nothing runs to the deadline.
+    // The second attempt starts at 5.9s; nothing runs to the deadline.
     assert!(
-        out.elapsed >= Duration::from_millis(2700),
+        out.elapsed >= Duration::from_millis(5800),
         "{:?}",
         out.elapsed
     );
-    assert!(out.elapsed < Duration::from_secs(3), "{:?}", out.elapsed);
+    assert!(out.elapsed < Duration::from_secs(6), "{:?}", out.elapsed);
     let events = out.json();
     let done = events.iter().find(|e| e["event"] == "done").expect("done");
     assert_eq!(done["attempts"], 2, "{done}");
@@ -100,9 +101,9 @@ fn max_time_draws_a_long_wait_again_and_never_sleeps_past_it() {
     assert!(reason.contains("would start after --max-time"), "{reason}");
 }
 
-#[test]
-fn a_backoff_longer_than_max_time_still_reaches_a_port_that_opens_before_the_deadline() {
-    // Bound but not listening: connecting is refused until listen().
+/// A socket on 127.0.0.1 that is bound but not listening: connecting to
+/// `HOST:PORT` is refused until `listen()`.
+fn bound_not_listening() -> (socket2::Socket, String) {
     let socket =
         socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
     socket
@@ -119,6 +120,12 @@ fn a_backoff_longer_than_max_time_still_reaches_a_port_that_opens_before_the_dea
         .as_socket()
         .expect("inet")
         .to_string();
+    (socket, target)
+}
+
+#[test]
+fn a_backoff_longer_than_max_time_still_reaches_a_port_that_opens_before_the_deadline() {
+    let (socket, target) = bound_not_listening();
     let dir = scratch();
     let failed = dir.path().join("failed");
     let hook = format!("touch {}", path_str(&failed));
@@ -141,7 +148,48 @@ fn a_backoff_longer_than_max_time_still_reaches_a_port_that_opens_before_the_dea
     let events = out.json();
     let done = events.iter().find(|e| e["event"] == "done").expect("done");
     assert_eq!(done["attempts"], 2, "{done}");
-    assert!(out.elapsed < Duration::from_secs(3), "{:?}", out.elapsed);
+    assert!(out.elapsed < Duration::from_secs(6), "{:?}", out.elapsed);
+}
+
+/// `retry --max-time 10s --seed 52 --tcp HOST:PORT` gave up 5.2s in, with
+/// 4.8s left, against a port that opened at 7s: the cap (30s) made "too
+/// little time left" most of a short deadline. Its attempts now reach 9.7s.
+#[test]
+fn a_ten_second_deadline_reaches_a_port_that_opens_at_eight_seconds() {
+    let (socket, target) = bound_not_listening();
+    let running = retry(["-qq", "--max-time", "10s", "--seed", "52", "--tcp", &target]).spawn();
+    std::thread::sleep(Duration::from_secs(8));
+    socket.listen(8).expect("listen");
+    let out = running.wait();
+    out.expect_code(0);
+    assert!(out.elapsed < Duration::from_secs(10), "{:?}", out.elapsed);
+}
+
+/// `retry --max-time 5s --seed 4 -- false` gave up 2.8s in; its last
+/// attempt now starts 4.8s in, and the run ends there, before the deadline.
+#[test]
+fn a_five_second_deadline_is_used_to_its_end() {
+    let out = retry([
+        "--max-time",
+        "5s",
+        "--seed",
+        "4",
+        "--log-format",
+        "json",
+        "--",
+        "false",
+    ])
+    .run();
+    out.expect_code(1);
+    assert!(
+        out.elapsed >= Duration::from_millis(4_400),
+        "{:?}",
+        out.elapsed
+    );
+    let events = out.json();
+    let done = events.iter().find(|e| e["event"] == "done").expect("done");
+    let reason = done["reason"].as_str().expect("reason");
+    assert!(reason.contains("would start after --max-time"), "{reason}");
 }
 
 #[test]

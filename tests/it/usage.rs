@@ -331,3 +331,20 @@ fn a_capital_m_duration_is_refused_with_minutes_and_months_as_the_fix() {
         out.stdout_text()
     );
 }
+
+/// `--connect-timeout` with a COMMAND was refused as "applies only to HTTP
+/// mode", though TCP mode takes it too.
+#[test]
+fn connect_timeout_with_a_command_names_both_modes_that_take_it() {
+    let dir = scratch();
+    let marker = dir.path().join("ran");
+    let out = retry_sh(
+        &["--connect-timeout", "1s"],
+        &format!("touch {}", path_str(&marker)),
+    )
+    .run();
+    out.expect_usage_line(
+        "--connect-timeout applies only to HTTP, TCP and gRPC modes: add --http URL, --tcp HOST:PORT or --grpc HOST:PORT",
+    );
+    assert!(!marker.exists());
+}

@@ -48,7 +48,7 @@ fn refusals_keep_their_words() {
         ),
         (
             &["--connect-timeout", "1s", "--", "true"][..],
-            "--connect-timeout applies only to HTTP mode: add --http URL",
+            "--connect-timeout applies only to HTTP, TCP and gRPC modes: add --http URL, --tcp HOST:PORT or --grpc HOST:PORT",
         ),
         (
             &["--tcp", "db:1", "--insecure"][..],

@@ -40,6 +40,7 @@ fn wait(ms: u64) -> Wait {
     Wait {
         delay: Duration::from_millis(ms),
         ceiling: Duration::from_secs(1),
+        after: Duration::ZERO,
         jitter: "full",
         paced: Duration::ZERO,
     }

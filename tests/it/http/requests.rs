@@ -58,6 +58,44 @@ fn retry_after_seconds_is_waited_for_and_logged() {
     assert_eq!(attempt["retry_after_ms"], 1000.0);
 }
 
+/// After a Retry-After, the log showed a wait longer than its own ceiling
+/// (`next in 1s 6ms (full jitter, ceiling 10ms)`): the ceiling counts the
+/// server's floor, which the line names.
+#[test]
+fn after_a_retry_after_the_logged_wait_is_within_its_ceiling() {
+    let replies = || vec![reply(429).header("Retry-After", "1"), reply(200).body("ok")];
+    let s = Server::start(replies());
+    let r = retry(&["--http", &s.url, "-b", "10ms", "-c", "10ms"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("(Retry-After 1s + full jitter, ceiling 1s 10ms)"),
+        "{}",
+        r.stderr
+    );
+    let s = Server::start(replies());
+    let r = retry(&[
+        "--http",
+        &s.url,
+        "-b",
+        "10ms",
+        "-c",
+        "10ms",
+        "--log-format",
+        "json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let sleep: serde_json::Value = r
+        .stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["event"] == "sleep")
+        .expect("a sleep event");
+    assert_eq!(sleep["ceiling_ms"], 1010.0);
+    let delay = sleep["delay_ms"].as_f64().expect("delay_ms");
+    assert!((1000.0..=1010.0).contains(&delay), "{sleep}");
+}
+
 #[test]
 fn retry_after_as_an_http_date_is_waited_for() {
     // Whole seconds only: three from now is a wait of more than two.
@@ -551,4 +589,26 @@ fn a_failed_tls_handshake_is_permanent_and_exits_35() {
         "{}",
         r.stderr
     );
+}
+
+/// A URL with a space was percent-encoded and sent, where curl refuses it
+/// (exit 3): it is refused in one line naming --http, and nothing is sent.
+#[test]
+fn a_url_with_a_space_is_refused_and_nothing_is_sent() {
+    let s = Server::start(vec![reply(200)]);
+    let url = format!("{}/a b?token=hunter2", s.url.replace("://", "://me:pw@"));
+    let r = retry(&["--http", &url]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("--http") && r.stderr.contains("a space") && r.stderr.contains("%20"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !r.stderr.contains("hunter2") && !r.stderr.contains(":pw"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(s.hits(), 0);
 }
