@@ -38,7 +38,10 @@ fn hinted(status: &Status, w: &Wait) -> String {
     let how = if w.jitter == "none" {
         "(no jitter)".to_string()
     } else {
-        format!("{} jitter over {}", w.jitter, human(w.ceiling))
+        // The ceiling counts the server's floor; the spread is what is
+        // above it.
+        let window = w.ceiling.saturating_sub(w.after);
+        format!("{} jitter over {}", w.jitter, human(window))
     };
     format!(
         "next in {}: {} + {} {how}{}",

@@ -122,7 +122,32 @@ pub fn from_args(a: &StateArgs, names: &Names) -> Result<StateOptions, UsageErro
         // store failure, not a usage error.
         None => StoreAt::Default,
     };
-    let password_file = match a.state_password_file.clone() {
+    let password_file = password_file(a, names, &at)?;
+    let cacert = cacert(a, names, &at)?;
+    Ok(StateOptions {
+        shared: Some(Features {
+            group,
+            at,
+            password_file,
+            cacert,
+            required: a.state_required,
+            pace,
+            budget,
+            breaker,
+        }),
+        show: a.state_show,
+    })
+}
+
+/// `--state-password-file`: for a Redis store whose URL has no password,
+/// judged now (a file another user planted or owns is a mistake to fix,
+/// not a store to run without), read when the store is opened.
+fn password_file(
+    a: &StateArgs,
+    names: &Names,
+    at: &StoreAt,
+) -> Result<Option<PathBuf>, UsageError> {
+    Ok(match a.state_password_file.clone() {
         None => None,
         Some(f) => {
             let flag = names.of("state_password_file", "--state-password-file");
@@ -166,20 +191,6 @@ pub fn from_args(a: &StateArgs, names: &Names) -> Result<StateOptions, UsageErro
                 }
             }
         }
-    };
-    let cacert = cacert(a, names, &at)?;
-    Ok(StateOptions {
-        shared: Some(Features {
-            group,
-            at,
-            password_file,
-            cacert,
-            required: a.state_required,
-            pace,
-            budget,
-            breaker,
-        }),
-        show: a.state_show,
     })
 }
 
