@@ -4,9 +4,7 @@
 use std::time::Instant;
 
 use crate::attempt::grpc::{GrpcAttempt, GrpcOptions};
-use crate::drive;
-use crate::event::Event;
-use crate::log::{LogFormat, Logger};
+use crate::log::Logger;
 use crate::policy::Config;
 
 pub fn main(config: &Config, probe: &GrpcOptions, started: Instant, seed: u64) -> u8 {
@@ -22,28 +20,19 @@ pub fn main(config: &Config, probe: &GrpcOptions, started: Instant, seed: u64) -
         },
         None => Vec::new(),
     };
-    if let Err(code) = drive::check_outputs(config) {
-        return code;
-    }
-    let mut log = drive::open_log(config, started);
-    if probe.insecure {
-        let message = "--insecure: the server's certificate is not verified; \
-                       anyone on the path can read and change this exchange";
-        log.logger.emit(&Event::Warning { message });
-        if config.log.file.is_some() && config.log.format == LogFormat::Text {
-            // With --log-file, stderr carries only the give-up line; this
-            // must reach a person too.
-            Logger::stderr().emit(&Event::Warning { message });
-        }
-    }
     let shown = probe.display_words();
+    let insecure = probe.insecure;
     let probe = probe.clone();
-    drive::drive(
+    super::probe(
         config,
-        log,
-        &shown,
+        started,
         seed,
+        &shown,
+        |log| {
+            if insecure {
+                super::warn_insecure(config, log);
+            }
+        },
         || GrpcAttempt::new(probe, extra_roots),
-        |ending, _, _| ending.exit_code,
     )
 }

@@ -19,11 +19,11 @@ use rustls::pki_types::pem::PemObject;
 
 use crate::attempt::http::{Body, Data, FileSink, HttpAttempt, HttpOptions, Prepared, Sink};
 use crate::drive;
-use crate::event::{Ending, Event};
+use crate::event::Ending;
 use crate::exit;
 use crate::fsutil::{self, Destination, Rule, Target};
 use crate::human::{escape_controls, io_error};
-use crate::log::{LogFormat, Logger};
+use crate::log::Logger;
 use crate::policy::{Config, parse_header};
 
 pub fn main(config: &Config, request: &HttpOptions, started: Instant, seed: u64) -> u8 {
@@ -58,14 +58,7 @@ pub fn main(config: &Config, request: &HttpOptions, started: Instant, seed: u64)
     };
     let mut log = drive::open_log(config, started);
     if request.insecure {
-        let message = "--insecure: the server's certificate is not verified; \
-                       anyone on the path can read and change this exchange";
-        log.logger.emit(&Event::Warning { message });
-        if config.log.file.is_some() && config.log.format == LogFormat::Text {
-            // With --log-file, stderr carries only the give-up line; this
-            // must reach a person too.
-            crate::log::Logger::stderr().emit(&Event::Warning { message });
-        }
+        super::warn_insecure(config, &mut log);
     }
     let prepared = Prepared {
         headers: inputs.headers,

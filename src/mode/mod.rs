@@ -1,18 +1,26 @@
 //! One module per mode, each putting its mode together from the validated
 //! configuration: `command` (run COMMAND), `http` (`--http`), `tcp`
-//! (`--tcp`), `dry_run` (`--dry-run`), `simulate` (`--simulate`) and
-//! `state_show` (`--state-show`). The modes that run something hand their
-//! attempts to `drive`, the one lifecycle of a run; the others print a
-//! report on stdout. A new kind of probe is a module here and an arm of the
-//! `match` in `lib`.
+//! (`--tcp`), `grpc` (`--grpc`), `file` (`--file`), `dry_run`
+//! (`--dry-run`), `simulate` (`--simulate`) and `state_show`
+//! (`--state-show`). The modes that run something hand their attempts to
+//! `drive`, the one lifecycle of a run (a probe through `probe`); the others
+//! print a report on stdout. A new kind of probe is a module here and an arm
+//! of the `match` in `lib`.
 
+use std::ffi::OsString;
 use std::io::Write;
+use std::time::Instant;
 
 use rand::TryRng;
 use rand::rngs::SysRng;
 
+use crate::attempt::Attempt;
+use crate::drive;
+use crate::event::Event;
 use crate::exit;
 use crate::finish;
+use crate::log::{LogFormat, Logger};
+use crate::policy::Config;
 use crate::rng;
 
 pub mod command;
@@ -23,6 +31,39 @@ pub mod http;
 pub mod simulate;
 pub mod state_show;
 pub mod tcp;
+
+/// A probe's run, once its own inputs are read: the outputs checked, the
+/// log opened (`prepare` may say something in it first), then the loop over
+/// the attempts `make` gives; the exit status is the ending's.
+fn probe<A: Attempt>(
+    config: &Config,
+    started: Instant,
+    seed: u64,
+    shown: &[OsString],
+    prepare: impl FnOnce(&mut drive::Log),
+    make: impl FnOnce() -> Result<A, String>,
+) -> u8 {
+    if let Err(code) = drive::check_outputs(config) {
+        return code;
+    }
+    let mut log = drive::open_log(config, started);
+    prepare(&mut log);
+    drive::drive(config, log, shown, seed, make, |ending, _, _| {
+        ending.exit_code
+    })
+}
+
+/// `--insecure`'s warning, every run: in the log, and on stderr too when
+/// the log goes to `--log-file` in text (stderr then carries only the
+/// give-up line, and this must reach a person).
+fn warn_insecure(config: &Config, log: &mut drive::Log) {
+    let message = "--insecure: the server's certificate is not verified; \
+                   anyone on the path can read and change this exchange";
+    log.logger.emit(&Event::Warning { message });
+    if config.log.file.is_some() && config.log.format == LogFormat::Text {
+        Logger::stderr().emit(&Event::Warning { message });
+    }
+}
 
 /// The reports' variables ([`finish::REPORTS_ENV`]) taken out of the
 /// environment before anything runs: the heartbeat check and the gateway's

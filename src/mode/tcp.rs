@@ -3,23 +3,18 @@
 use std::time::Instant;
 
 use crate::attempt::tcp::{TcpAttempt, TcpOptions};
-use crate::drive;
 use crate::policy::Config;
 
 pub fn main(config: &Config, probe: &TcpOptions, started: Instant, seed: u64) -> u8 {
     super::forget_reports_env();
-    if let Err(code) = drive::check_outputs(config) {
-        return code;
-    }
-    let log = drive::open_log(config, started);
     let shown = probe.display_words();
     let probe = probe.clone();
-    drive::drive(
+    super::probe(
         config,
-        log,
-        &shown,
+        started,
         seed,
+        &shown,
+        |_| {},
         || Ok(TcpAttempt::new(probe)),
-        |ending, _, _| ending.exit_code,
     )
 }
