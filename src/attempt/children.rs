@@ -77,7 +77,12 @@ mod tests {
     #[test]
     fn counts_this_process_group() {
         let own = nix::unistd::getpgrp();
-        assert!(count_group(own).is_some_and(|n| n >= 1));
+        if cfg!(feature = "portable") {
+            // No count there: a group is alive while killpg finds it.
+            assert_eq!(count_group(own), None);
+        } else {
+            assert!(count_group(own).is_some_and(|n| n >= 1));
+        }
         assert!(group_alive(own));
     }
 }

@@ -91,7 +91,7 @@ impl ProcessAttempt {
     pub fn new(command: Vec<OsString>, opts: ProcessOptions, depth: u32) -> Self {
         // Whatever the attempts fork and abandon is reparented to retry, to
         // be reaped and stopped here rather than linger under init.
-        crate::sys::become_subreaper();
+        let _ = crate::sys::become_subreaper();
         let terminal = if opts.foreground {
             None
         } else {
@@ -115,7 +115,7 @@ impl ProcessAttempt {
 
     /// A hook's runner: no terminal, nothing read, output to stderr.
     pub(super) fn for_hook(command: Vec<OsString>, opts: ProcessOptions) -> Self {
-        crate::sys::become_subreaper();
+        let _ = crate::sys::become_subreaper();
         ProcessAttempt {
             command,
             opts,

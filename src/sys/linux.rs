@@ -21,10 +21,9 @@ use nix::unistd::{Pid, linkat};
 use super::{LockId, Seen};
 
 /// Makes retry the reaper of whatever its children fork and abandon (they
-/// are reparented to retry rather than to init). Failure changes nothing
-/// else, so it is not reported.
-pub fn become_subreaper() {
-    let _ = nix::sys::prctl::set_child_subreaper(true);
+/// are reparented to retry rather than to init): whether it is.
+pub fn become_subreaper() -> bool {
+    nix::sys::prctl::set_child_subreaper(true).is_ok()
 }
 
 /// Asks for SIGKILL when the parent dies. Called in a child between clone
