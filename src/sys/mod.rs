@@ -1,13 +1,14 @@
 //! What only the platform offers, in one place: every call retry makes that
 //! is not plain POSIX sits behind this interface, in retry's own words, so
 //! that the rest of the crate is portable Unix and another system is one
-//! more implementation of this list. `linux.rs` is the one there is; the
-//! layer test (`tests/it/architecture.rs`) refuses a Linux-only call
-//! anywhere else in `src/`.
+//! more implementation of this list. The layer test
+//! (`tests/it/architecture.rs`) refuses a Linux-only call anywhere else in
+//! `src/`.
 //!
 //! On Linux, `linux.rs`; elsewhere, or on Linux with the `portable`
 //! feature (off by default, for testing), `portable.rs`: plain POSIX, doing
-//! without what POSIX has no way to do.
+//! without what POSIX has no way to do. The spawn's and the watchdog's
+//! `clone` are not ported yet: both builds take them from `linux.rs`.
 //!
 //! The interface:
 //! - processes: become the reaper of every orphaned descendant
