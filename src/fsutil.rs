@@ -22,14 +22,14 @@ use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use nix::errno::Errno;
 use nix::fcntl::{AT_FDCWD, AtFlags, OFlag, openat, renameat};
 use nix::sys::stat::{FileStat, Mode, SFlag, fchmod, fstat, fstatat, mkdirat};
-use nix::unistd::{Gid, Uid, UnlinkatFlags, fchown, linkat, unlinkat};
+use nix::unistd::{Gid, Uid, UnlinkatFlags, fchown, unlinkat};
 
 use crate::human::io_error;
 
@@ -333,12 +333,7 @@ impl Dir {
     /// the fallback's name).
     pub fn temp_file(&self, stem: &OsStr, mode: u32) -> io::Result<TempFile<'_>> {
         let mode_t = Mode::from_bits_truncate(mode);
-        match openat(
-            self.fd.as_fd(),
-            ".",
-            OFlag::O_TMPFILE | OFlag::O_RDWR | OFlag::O_CLOEXEC,
-            mode_t,
-        ) {
+        match crate::sys::open_unnamed(self.fd.as_fd(), mode_t) {
             Ok(fd) => {
                 return Ok(TempFile {
                     dir: self,
@@ -572,29 +567,9 @@ impl TempFile<'_> {
         Ok(())
     }
 
-    /// Links the unnamed file under `name`: through /proc (no privilege
-    /// needed), or by descriptor where /proc is not mounted (needs
-    /// CAP_DAC_READ_SEARCH).
+    /// Links the unnamed file under `name` (see [`crate::sys::link_unnamed`]).
     fn link_unnamed(&self, name: &OsStr) -> io::Result<()> {
-        let proc = format!("/proc/self/fd/{}", self.file.as_raw_fd());
-        match linkat(
-            AT_FDCWD,
-            proc.as_str(),
-            self.dir.fd.as_fd(),
-            name,
-            AtFlags::AT_SYMLINK_FOLLOW,
-        ) {
-            Ok(()) => Ok(()),
-            Err(Errno::ENOENT) if !Path::new("/proc/self/fd").exists() => linkat(
-                self.file.as_fd(),
-                "",
-                self.dir.fd.as_fd(),
-                name,
-                AtFlags::AT_EMPTY_PATH,
-            )
-            .map_err(io_err),
-            Err(e) => Err(io_err(e)),
-        }
+        crate::sys::link_unnamed(self.file.as_fd(), self.dir.fd.as_fd(), name).map_err(io_err)
     }
 }
 
@@ -620,25 +595,16 @@ fn split(path: &Path) -> io::Result<(Option<PathBuf>, OsString)> {
     }
 }
 
-/// The process's umask, the bits a new file's mode loses: read from
-/// /proc/self/status, or where that is not mounted by setting it and
-/// putting it back at once (the only way the system call offers).
+/// The process's umask, the bits a new file's mode loses: as the system
+/// reports it, or where it does not by setting it and putting it back at
+/// once (the only way the system call offers).
 pub fn umask() -> u32 {
-    if let Some(mask) = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| umask_in_status(&s))
-    {
+    if let Some(mask) = crate::sys::umask_from_status() {
         return mask;
     }
     let old = nix::sys::stat::umask(Mode::from_bits_truncate(0o022));
     nix::sys::stat::umask(old);
     old.bits() & 0o777
-}
-
-/// The `Umask:` line of a /proc/PID/status text (Linux 4.7 and later).
-fn umask_in_status(status: &str) -> Option<u32> {
-    let mask = status.lines().find_map(|l| l.strip_prefix("Umask:"))?;
-    u32::from_str_radix(mask.trim(), 8).ok().map(|m| m & 0o777)
 }
 
 /// The mode a new file gets: 0666 less the umask, as a shell's `>` gives.

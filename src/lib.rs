@@ -35,6 +35,7 @@ pub mod signame;
 pub mod sim;
 pub mod state;
 pub mod stdio;
+pub mod sys;
 pub mod trace;
 pub mod wait;
 

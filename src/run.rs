@@ -46,65 +46,12 @@ impl Clock for TokioClock {
         // the system, so that a sleeping retry holds only the memory it
         // still uses.
         if at.saturating_duration_since(Instant::now()) >= Duration::from_secs(1) {
-            release_free_heap();
-            release_free_stack();
+            crate::sys::release_free_heap();
+            crate::sys::release_free_stack();
         }
         tokio::time::sleep_until(at.into()).await;
     }
 }
-
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn release_free_heap() {
-    // SAFETY: malloc_trim only hands whole free pages of the heap back to
-    // the system; nothing in use moves.
-    unsafe { nix::libc::malloc_trim(0) };
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn release_free_heap() {}
-
-/// The pages of this thread's stack that lie below the frames in use (flag
-/// parsing and the set-up ran deeper than a wait does) are dropped: they
-/// hold nothing live, and are faulted in again, zeroed, if the stack grows
-/// there. A margin below this frame is kept for the system call's own and
-/// anything else that runs below it.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn release_free_stack() {
-    use nix::libc;
-    const MARGIN: usize = 16 * 1024;
-    let marker = 0u8;
-    let sp = std::ptr::from_ref(std::hint::black_box(&marker)) as usize;
-    // SAFETY: pthread_getattr_np fills `attr` for the calling thread (for
-    // the main thread, the region up to the mapping below it), and it is
-    // destroyed after; madvise(MADV_DONTNEED) is given only whole pages of
-    // that region lying more than MARGIN below the current frame, where no
-    // frame lives.
-    unsafe {
-        let page = match usize::try_from(libc::sysconf(libc::_SC_PAGESIZE)) {
-            Ok(p) if p.is_power_of_two() => p,
-            _ => return,
-        };
-        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
-        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
-            return;
-        }
-        let mut low: *mut libc::c_void = std::ptr::null_mut();
-        let mut size: libc::size_t = 0;
-        let got = libc::pthread_attr_getstack(&attr, &mut low, &mut size);
-        libc::pthread_attr_destroy(&mut attr);
-        let low = (low as usize).saturating_add(page - 1) & !(page - 1);
-        let end = sp.saturating_sub(MARGIN) & !(page - 1);
-        if got != 0 || low == 0 || end <= low || sp >= low.saturating_add(size) {
-            return;
-        }
-        // Only the part the stack has grown into is mapped: for the rest
-        // the call reports ENOMEM, having dropped what was there.
-        let _ = libc::madvise(low as *mut libc::c_void, end - low, libc::MADV_DONTNEED);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn release_free_stack() {}
 
 /// Run attempts until success, a permanent failure, the attempt limit, the
 /// deadline or an interrupt; `between` runs after each failed attempt that

@@ -333,8 +333,7 @@ fn channel_for(dest: i32, held: bool, large: bool) -> io::Result<(OwnedFd, Owned
 fn pipe(large: bool) -> io::Result<(OwnedFd, OwnedFd)> {
     let (r, w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
     if large {
-        // Best effort: beyond /proc/sys/fs/pipe-max-size the default stays.
-        let _ = fcntl(&r, FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
+        crate::sys::grow_pipe(&r, PIPE_SIZE);
     }
     Ok((r, w))
 }

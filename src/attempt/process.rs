@@ -26,7 +26,7 @@ use nix::libc;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::{Pid, getpgrp, getpid};
 
-use super::children::{count_group, reap_and_check_gone};
+use super::children::reap_and_check_gone;
 use super::hold::Held;
 use super::output::{Activity, Pump};
 use super::scan::Patterns;
@@ -38,6 +38,7 @@ use super::{Attempt, Context, Details, Unready};
 use crate::classify::{Limit, OutputMatch, Status, Verdict};
 use crate::signals::{Signals, handled, is_terminating, suspend_self};
 use crate::stdio::closed_at_start;
+use crate::sys::count_group;
 
 mod steps;
 
@@ -90,7 +91,7 @@ impl ProcessAttempt {
     pub fn new(command: Vec<OsString>, opts: ProcessOptions, depth: u32) -> Self {
         // Whatever the attempts fork and abandon is reparented to retry, to
         // be reaped and stopped here rather than linger under init.
-        let _ = nix::sys::prctl::set_child_subreaper(true);
+        let _ = crate::sys::become_subreaper();
         let terminal = if opts.foreground {
             None
         } else {
@@ -114,7 +115,7 @@ impl ProcessAttempt {
 
     /// A hook's runner: no terminal, nothing read, output to stderr.
     pub(super) fn for_hook(command: Vec<OsString>, opts: ProcessOptions) -> Self {
-        let _ = nix::sys::prctl::set_child_subreaper(true);
+        let _ = crate::sys::become_subreaper();
         ProcessAttempt {
             command,
             opts,

@@ -155,10 +155,9 @@ fn clone_child(plan: &mut Plan<'_>, stack: &Stack) -> io::Result<libc::pid_t> {
     // on its own stack; CLONE_VFORK suspends this thread until the child
     // has exec'd or exited, so the plan and the stack outlive its use.
     clone_blocked(|| unsafe {
-        libc::clone(
+        crate::sys::clone_vfork(
             child,
             stack.top(),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
             std::ptr::from_mut(plan).cast::<c_void>(),
         )
     })
@@ -204,7 +203,7 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
         }
         // Die with retry, even when it is killed with SIGKILL; and if retry
         // is already gone, do not start at all.
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        crate::sys::die_with_parent();
         if libc::getppid() != plan.parent {
             libc::_exit(127);
         }

@@ -90,7 +90,7 @@ pub fn start() -> io::Result<()> {
     unsafe {
         BRIEF = Brief {
             read,
-            close_range: close_range_works(),
+            close_range: crate::sys::close_range_works(),
         };
     }
     // SAFETY: `watch` makes system calls only, on its own static stack,
@@ -101,7 +101,7 @@ pub fn start() -> io::Result<()> {
             .cast::<u8>()
             .add(STACK_SIZE)
             .cast::<c_void>();
-        libc::clone(watch, top, libc::CLONE_VM, std::ptr::null_mut())
+        crate::sys::clone_shared(watch, top)
     });
     // SAFETY: our copy of the read end is the watchdog's business now.
     unsafe { libc::close(read) };
@@ -131,37 +131,13 @@ pub fn stop() {
         return;
     }
     clear();
-    // SAFETY: pidfd_open on our own child; a plain system call.
-    let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    let watch = crate::sys::exit_watch(pid);
     // SAFETY: the write end is ours; closing it is the watchdog's signal.
     unsafe { libc::close(write) };
-    let Ok(pidfd) = c_int::try_from(pidfd) else {
-        return;
-    };
-    if pidfd < 0 {
-        // No pidfd (Linux before 5.3): leave it to the reaper.
-        return;
+    // No exit watch (Linux before 5.3): leave it to the reaper.
+    if let Some(exited) = watch {
+        crate::sys::reap_clone_within(pid, exited, STOP_WAIT_MS);
     }
-    let mut pfd = libc::pollfd {
-        fd: pidfd,
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: poll reads and writes the one entry given; waitpid reaps our
-    // own child (a clone child without exit signal: __WCLONE).
-    unsafe {
-        if libc::poll(&mut pfd, 1, STOP_WAIT_MS) > 0 {
-            libc::waitpid(pid, std::ptr::null_mut(), libc::__WCLONE | libc::WNOHANG);
-        }
-        libc::close(pidfd);
-    }
-}
-
-/// Whether this kernel has `close_range(2)` (Linux 5.9): asked of a range
-/// that holds no descriptor.
-fn close_range_works() -> bool {
-    // SAFETY: closes nothing (no descriptor has the largest number).
-    unsafe { libc::syscall(libc::SYS_close_range, c_int::MAX, c_int::MAX, 0) == 0 }
 }
 
 /// The watchdog, from clone to exit. System calls only (see the module doc).
@@ -201,8 +177,8 @@ fn close_all_but(brief: Brief) {
         // SAFETY: both ranges are valid (keep > 2: 0 to 2 are always open),
         // so neither call can fail and write errno.
         unsafe {
-            libc::syscall(libc::SYS_close_range, 0, keep - 1, 0);
-            libc::syscall(libc::SYS_close_range, keep + 1, c_int::MAX, 0);
+            crate::sys::close_range(0, keep - 1);
+            crate::sys::close_range(keep + 1, c_int::MAX);
         }
     } else {
         // Older kernels: the numbers retry itself could have reached.

@@ -103,8 +103,7 @@ fn is_fifo(stat: &FileStat) -> bool {
 /// Whether `dir` is in /proc, whose descriptor links (`pipe:[1234]`) name
 /// no path.
 fn in_proc(dir: &Dir) -> bool {
-    use nix::sys::statfs::{PROC_SUPER_MAGIC, fstatfs};
-    fstatfs(dir.fd.as_fd()).is_ok_and(|s| s.filesystem_type() == PROC_SUPER_MAGIC)
+    crate::sys::is_procfs(dir.fd.as_fd())
 }
 
 /// Resolves `path` for writing a file there: opens its directory (which

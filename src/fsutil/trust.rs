@@ -31,8 +31,6 @@ const ACL_OTHER: u16 = 0x20;
 const ACL_WRITE: u16 = 0x02;
 /// The only version of the format.
 const ACL_VERSION: u32 = 2;
-/// The largest extended attribute Linux stores (`XATTR_SIZE_MAX`).
-const XATTR_MAX: usize = 65_536;
 
 /// One entry of an access ACL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,24 +73,14 @@ pub fn parse_acl(bytes: &[u8]) -> Option<Vec<AclEntry>> {
 /// The access ACL of the open file `fd`: `Ok(None)` when it has none (or
 /// its file system keeps none).
 pub fn read_acl(fd: impl AsFd) -> Result<Option<Vec<AclEntry>>, String> {
-    use rustix::io::Errno;
-    const NAME: &str = "system.posix_acl_access";
     // Room for 30 entries on the stack; a longer ACL is read again whole.
     let mut small = [0u8; 4 + 30 * 8];
     let mut large = Vec::new();
-    let read = match rustix::fs::fgetxattr(fd.as_fd(), NAME, &mut small[..]) {
-        Ok(len) => Ok(&small[..len]),
-        Err(Errno::RANGE) => {
-            large.resize(XATTR_MAX, 0);
-            rustix::fs::fgetxattr(fd.as_fd(), NAME, &mut large[..]).map(|len| &large[..len])
-        }
-        Err(e) => Err(e),
-    };
-    match read {
-        Ok(bytes) => parse_acl(bytes)
+    match crate::sys::access_acl(fd.as_fd(), &mut small, &mut large) {
+        Ok(Some(bytes)) => parse_acl(bytes)
             .map(Some)
             .ok_or_else(|| "has an access ACL retry cannot read".to_string()),
-        Err(Errno::NODATA | Errno::OPNOTSUPP) => Ok(None),
+        Ok(None) => Ok(None),
         Err(e) => Err(format!("has an access ACL that cannot be read: {e}")),
     }
 }

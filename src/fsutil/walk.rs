@@ -67,7 +67,7 @@ pub fn others_write(fd: BorrowedFd<'_>) -> io::Result<bool> {
 fn open_step(at: BorrowedFd<'_>, name: &OsStr) -> Result<OwnedFd, Errno> {
     let flags = OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     match openat(at, name, flags | OFlag::O_RDONLY, Mode::empty()) {
-        Err(Errno::EACCES) => openat(at, name, flags | OFlag::O_PATH, Mode::empty()),
+        Err(Errno::EACCES) => openat(at, name, flags | crate::sys::PASS_THROUGH, Mode::empty()),
         r => r,
     }
 }
@@ -97,7 +97,7 @@ fn walk(path: &Path, pass_through: bool) -> Result<Dir, ResolveError> {
     let mut cur: OwnedFd = openat(
         AT_FDCWD,
         ".",
-        OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+        crate::sys::PASS_THROUGH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
         Mode::empty(),
     )
     .map_err(|e| fail(Path::new("."), e))?;
@@ -111,7 +111,7 @@ fn walk(path: &Path, pass_through: bool) -> Result<Dir, ResolveError> {
                 cur = openat(
                     AT_FDCWD,
                     "/",
-                    OFlag::O_PATH | OFlag::O_CLOEXEC,
+                    crate::sys::PASS_THROUGH | OFlag::O_CLOEXEC,
                     Mode::empty(),
                 )
                 .map_err(|e| fail(&walked, e))?;

@@ -34,11 +34,12 @@ use nix::fcntl::OFlag;
 use super::rules::{self, GroupState, Micros, Op, Reply};
 use super::{NotUsed, Store};
 use crate::fsutil::{Dir, Durability, PrivateDirError, Rule, judge_private_file};
+use crate::sys::LockId;
 
 mod line;
 
 pub use line::{LOCK_CAP, LOCK_STALL, STOPPED_STALL};
-use line::{Line, LockId, Stalled, Watch};
+use line::{Line, Stalled, Watch};
 
 /// What the holder of a group's lock does.
 #[derive(Debug, Clone, Copy)]
@@ -321,13 +322,13 @@ impl Store for LocalStore {
     fn waiting(&mut self, group: &str) -> u32 {
         self.group_lock(group)
             .id
-            .map_or(1, |id| line::seen(id).waiting.max(1))
+            .map_or(1, |id| crate::sys::who_has_lock(id).waiting.max(1))
     }
 
     fn mended(&mut self, group: &str) -> bool {
         let gl = self.group_lock(group);
         match (gl.id, gl.stalled) {
-            (Some(id), Some(pid)) => line::seen(id).holder != Some(pid),
+            (Some(id), Some(pid)) => crate::sys::who_has_lock(id).holder != Some(pid),
             _ => false,
         }
     }

@@ -2,13 +2,14 @@
 //! of the table in ARCHITECTURE.md ("Layers"), no module imports one from a
 //! layer above its own, modules of one layer import each other without a
 //! cycle, only `policy` and `args` read `cli`, no source file is over
-//! 800 lines and no function in `src/` over 120. Imports are read from the text: `crate::` paths (groups
+//! 800 lines, no function in `src/` over 120, and no Linux-only call is
+//! made outside `src/sys/` but for the exceptions listed ("Platform
+//! calls"). Imports are read from the text: `crate::` paths (groups
 //! included; a path to an item of the crate root counts as `lib`), `super::`
 //! and `self::` paths resolved from the file's place, and bare paths through
 //! a child module the file declares (`mode::http::main` in `lib.rs`). A path
-//! the table cannot place is itself a problem, never skipped. The checker
-//! is tested on a planted tree as well as on `src/`.
-
+//! the table cannot place is itself a problem, never skipped. The checkers
+//! are tested on planted trees as well as on `src/`.
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -564,4 +565,115 @@ fn a_planted_circle_through_a_crate_root_item_is_found() {
     // The same crate without the call back has nothing wrong.
     let straight = planted("//! A mode.\n\npub fn main() {}\n");
     assert!(straight.is_empty(), "{straight:?}");
+}
+
+/// Calls (and their flags) only Linux has: outside `src/sys/` they would
+/// keep retry from building on another Unix. Matched in code, not in
+/// comments; test code is not scanned (it runs on Linux).
+const LINUX_ONLY: &[&str] = &[
+    "prctl",
+    "PR_SET_",
+    "pidfd",
+    "CLONE_",
+    "libc::clone",
+    "__WCLONE",
+    "libc::SYS_",
+    "\"/proc",
+    "O_TMPFILE",
+    "O_PATH",
+    "AT_EMPTY_PATH",
+    "F_SETPIPE_SZ",
+    "PROC_SUPER_MAGIC",
+    "getxattr",
+    "malloc_trim",
+    "pthread_getattr_np",
+    "SIGRTMIN",
+    "SIGRTMAX",
+];
+
+/// Files outside `src/sys/` that may name a Linux-only token, and which
+/// (ARCHITECTURE.md, "Platform calls", says why).
+const LINUX_EXCEPTIONS: &[(&str, &[&str])] = &[("src/signame.rs", &["SIGRTMIN", "SIGRTMAX"])];
+
+/// Every Linux-only token in the code of `src/` outside `src/sys/` and the
+/// listed exceptions, as `file:line: token: text`.
+fn linux_only_calls(src: &Path) -> Vec<String> {
+    let base = src.parent().unwrap_or(src);
+    let mut found = Vec::new();
+    for file in rust_files(src) {
+        let rel = file.strip_prefix(src).expect("under src");
+        if rel.starts_with("sys")
+            || rel.file_name().is_some_and(|n| n == "tests.rs")
+            || rel.iter().any(|c| c == "tests")
+        {
+            continue;
+        }
+        let shown = file
+            .strip_prefix(base)
+            .unwrap_or(&file)
+            .display()
+            .to_string();
+        let allowed: &[&str] = LINUX_EXCEPTIONS
+            .iter()
+            .find(|(f, _)| *f == shown)
+            .map_or(&[], |(_, t)| t);
+        let source = std::fs::read_to_string(&file).expect("readable source");
+        for (n, line) in source.lines().enumerate() {
+            // The test module, at the start of a line, ends the shipped code.
+            if line.starts_with("mod tests") {
+                break;
+            }
+            let code = line.split("//").next().unwrap_or("");
+            for token in LINUX_ONLY.iter().filter(|t| !allowed.contains(t)) {
+                if code.contains(token) {
+                    found.push(format!("{shown}:{}: {token}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn linux_only_calls_are_made_in_src_sys_only() {
+    let found = linux_only_calls(&root().join("src"));
+    assert!(
+        found.is_empty(),
+        "Linux-only calls outside src/sys/ (move each behind crate::sys):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The scan itself, on a planted tree: a call in a module is caught with
+/// its line; the same call in `src/sys/`, in a comment, in a test module
+/// and in a `tests.rs` file is not.
+#[test]
+fn a_planted_linux_only_call_is_caught() {
+    let dir = crate::util::scratch();
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(src.join("sys")).expect("src/sys");
+    let call = "    let _ = nix::sys::prctl::set_child_subreaper(true);\n";
+    let probe = format!(
+        "//! A module.\n\n// prctl in a comment is fine.\npub fn start() {{\n{call}}}\n\n#[cfg(test)]\nmod tests {{\n    const P: &str = \"/proc/self/status\";\n}}\n"
+    );
+    std::fs::write(src.join("probe.rs"), probe).expect("probe.rs");
+    std::fs::write(
+        src.join("sys/linux.rs"),
+        format!("pub fn f() {{\n{call}}}\n"),
+    )
+    .expect("linux.rs");
+    std::fs::write(src.join("tests.rs"), "const P: &str = \"/proc/locks\";\n").expect("tests.rs");
+    let found = linux_only_calls(&src);
+    assert_eq!(
+        found,
+        [format!("src/probe.rs:5: prctl: {}", call.trim())],
+        "{found:?}"
+    );
+    // Moved behind the interface, the module is clean.
+    std::fs::write(
+        src.join("probe.rs"),
+        "pub fn start() {\n    crate::sys::become_subreaper();\n}\n",
+    )
+    .expect("probe.rs");
+    assert_eq!(linux_only_calls(&src), Vec::<String>::new());
 }

@@ -28,6 +28,7 @@ use anyhow::{anyhow, bail};
 
 use super::{Done, Work};
 use crate::fsutil::Dir;
+use crate::sys::{LockId, is_stopped, who_has_lock};
 
 /// How long the lock may stay with one holder while the group's state
 /// does not change before the holder counts as stalled. While the lock
@@ -51,86 +52,6 @@ const LOOK_AFTER: Duration = Duration::from_millis(100);
 /// again (a holder that does not mark the lock, from an earlier version of
 /// retry or another program, shows its moves only there).
 const LOOK_AGAIN: Duration = Duration::from_millis(500);
-
-/// A lock file, as `/proc/locks` names it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LockId {
-    pub major: u64,
-    pub minor: u64,
-    pub ino: u64,
-}
-
-/// What `/proc/locks` says of one lock file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Seen {
-    /// The process holding it, when the lock is held and the holder is
-    /// visible from here.
-    pub holder: Option<i32>,
-    /// How many wait for it (each process of retry has one thread in line).
-    pub waiting: u32,
-}
-
-/// Reads `/proc/locks` for `id`. Matched on the device and inode; where no
-/// entry has the device (a file on overlayfs is locked on the layer below),
-/// on the inode alone.
-pub fn seen(id: LockId) -> Seen {
-    std::fs::read_to_string("/proc/locks")
-        .map(|text| parse_locks(&text, id))
-        .unwrap_or_default()
-}
-
-fn parse_locks(text: &str, id: LockId) -> Seen {
-    let want_dev = format!("{:02x}:{:02x}", id.major, id.minor);
-    let mut exact = Seen::default();
-    let mut by_ino = Seen::default();
-    for line in text.lines() {
-        let words: Vec<&str> = line.split_whitespace().collect();
-        let Some(at) = words.iter().position(|w| w.matches(':').count() == 2) else {
-            continue;
-        };
-        let Some((dev, ino)) = words[at].rsplit_once(':') else {
-            continue;
-        };
-        if ino.parse::<u64>().ok() != Some(id.ino) {
-            continue;
-        }
-        let pid = at
-            .checked_sub(1)
-            .and_then(|i| words[i].parse::<i32>().ok())
-            .filter(|p| *p > 0);
-        let blocked = words.get(1) == Some(&"->");
-        for s in [&mut by_ino]
-            .into_iter()
-            .chain((dev == want_dev).then_some(&mut exact))
-        {
-            if blocked {
-                s.waiting += 1;
-            } else if s.holder.is_none() {
-                s.holder = pid;
-            }
-        }
-    }
-    if exact.holder.is_some() || exact.waiting > 0 {
-        exact
-    } else {
-        by_ino
-    }
-}
-
-/// Whether process `pid` is stopped (by a signal, or traced).
-pub fn stopped(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            // The name in parentheses may hold anything: the state follows its last ')'.
-            let after = &s[s.rfind(')')? + 1..];
-            after
-                .split_whitespace()
-                .next()
-                .map(|st| st == "T" || st == "t")
-        })
-        .unwrap_or(false)
-}
 
 /// The work a caller waits for, and where its answer goes.
 struct Job {
@@ -253,7 +174,7 @@ impl Line {
                 stopped_since = None;
                 poll = POLL_MOVING;
             } else if now - moved >= LOOK_AFTER && looked.is_none_or(|t| now - t >= LOOK_AGAIN) {
-                let seen = seen(self.id).holder;
+                let seen = who_has_lock(self.id).holder;
                 if holder.is_some() && seen != holder {
                     moved = now;
                     stopped_since = None;
@@ -262,7 +183,7 @@ impl Line {
                 looked = Some(now);
             }
             if let Some(pid) = holder.filter(|p| *p != me) {
-                if stopped(pid) {
+                if is_stopped(pid) {
                     let since = *stopped_since.get_or_insert(now);
                     if now - since >= STOPPED_STALL {
                         return Some(Err(stalled(watch.lock_path, Some(pid), true)));
@@ -362,81 +283,9 @@ pub fn taken(file: &File) {
 /// Gives up at once when the holder found stalled before still holds the lock.
 pub fn still_stalled(id: LockId, stalled: Option<i32>) -> anyhow::Result<()> {
     if let Some(pid) = stalled
-        && seen(id).holder == Some(pid)
+        && who_has_lock(id).holder == Some(pid)
     {
         bail!("the lock is still held by process {pid}, found stalled before");
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const LOCKS: &str = "\
-1: FLOCK  ADVISORY  WRITE 9740 fe:00:10010818 0 EOF
-1: -> FLOCK  ADVISORY  WRITE 9747 fe:00:10010818 0 EOF
-1:  -> FLOCK  ADVISORY  WRITE 9749 fe:00:10010818 0 EOF
-2: FLOCK  ADVISORY  WRITE 378 fe:00:5554544 0 EOF
-3: POSIX  ADVISORY  READ 27848 08:01:10010818 0 EOF
-";
-
-    #[test]
-    fn the_holder_and_the_waiters_are_read_from_proc_locks() {
-        let id = LockId {
-            major: 0xfe,
-            minor: 0,
-            ino: 10_010_818,
-        };
-        assert_eq!(
-            parse_locks(LOCKS, id),
-            Seen {
-                holder: Some(9740),
-                waiting: 2
-            }
-        );
-        // Another device's lock on the same inode number is not this one.
-        let other = LockId {
-            major: 8,
-            minor: 1,
-            ..id
-        };
-        assert_eq!(
-            parse_locks(LOCKS, other),
-            Seen {
-                holder: Some(27848),
-                waiting: 0
-            }
-        );
-        // On overlayfs the device differs: the inode alone decides.
-        let overlay = LockId {
-            major: 0,
-            minor: 0x2f,
-            ino: 5_554_544,
-        };
-        assert_eq!(parse_locks(LOCKS, overlay).holder, Some(378));
-        assert_eq!(parse_locks("", id), Seen::default());
-    }
-
-    #[test]
-    fn a_stopped_process_is_seen_as_stopped() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("30")
-            .spawn()
-            .expect("sleep");
-        let pid = child.id() as i32;
-        assert!(!stopped(pid));
-        nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid),
-            nix::sys::signal::Signal::SIGSTOP,
-        )
-        .expect("stop");
-        let until = std::time::Instant::now() + Duration::from_secs(10);
-        while !stopped(pid) {
-            assert!(std::time::Instant::now() < until, "never seen stopped");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let _ = child.kill();
-        let _ = child.wait();
-    }
 }
