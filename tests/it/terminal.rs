@@ -130,16 +130,17 @@ fn ctrl_z_suspends_the_attempt_and_retry_and_fg_resumes_both() {
 fn time_suspended_by_ctrl_z_is_not_idle_time() {
     let mut t = shell();
     // It talks within --idle-timeout whenever it runs; Ctrl-Z then keeps it
-    // stopped for longer than that, which is not the command's silence.
+    // stopped for longer than that, which is not the command's silence. The
+    // timeout leaves room for a loaded machine to deliver the Ctrl-Z late.
     t.type_keys(
-        b"retry --max 1 --idle-timeout 3s -- sh -c 'echo ready:$((6*7)); sleep 1; echo done:$((6*7))'\n",
+        b"retry --max 1 --idle-timeout 8s -- sh -c 'echo ready:$((6*7)); sleep 1; echo done:$((6*7))'\n",
     );
     let at = t.expect("ready:42", SOON);
     t.type_keys(b"\x1a");
     let at = t.expect_after(at, "Stopped", SOON);
     let at = t.expect_after(at, "$ ", SOON);
     // Suspended for more than --idle-timeout: a lower bound, whatever the load.
-    std::thread::sleep(Duration::from_secs(4));
+    std::thread::sleep(Duration::from_secs(9));
     t.type_keys(b"fg\n");
     let at = t.expect_after(at, "done:42", SOON);
     t.type_keys(b"echo status:$?\n");
