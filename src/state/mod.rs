@@ -84,6 +84,10 @@ pub trait Store {
     fn take_warning(&mut self) -> Option<String> {
         None
     }
+    /// The calls that follow must be over by `until` (the session ends
+    /// them then): a store that waits out a failover stops trying again in
+    /// time to say why it failed.
+    fn bound(&mut self, _until: Option<std::time::Instant>) {}
     /// While the store cannot be used: how many runs share the group's
     /// pace, as far as the store can tell (at least 1). The local store
     /// counts those in line for the group's lock; Redis, the slots booked
@@ -163,6 +167,14 @@ impl Store for AnyStore {
             AnyStore::Local(s) => s.take_warning(),
             #[cfg(feature = "redis")]
             AnyStore::Redis(s) => s.take_warning(),
+        }
+    }
+
+    fn bound(&mut self, until: Option<std::time::Instant>) {
+        match self {
+            AnyStore::Local(s) => s.bound(until),
+            #[cfg(feature = "redis")]
+            AnyStore::Redis(s) => s.bound(until),
         }
     }
 

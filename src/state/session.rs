@@ -200,6 +200,7 @@ impl Session {
         let (Some(store), Some(f)) = (session.store.as_mut(), session.features.as_ref()) else {
             return Ok(session);
         };
+        store.bound(Instant::now().checked_add(limit.time));
         let opened = bounded(store.open(&f.group), signals, limit).await?;
         if let Some(w) = store.take_warning() {
             log.emit(&Event::Warning { message: &w });
@@ -275,6 +276,7 @@ impl Session {
         {
             return Ok(None);
         }
+        store.bound(Instant::now().checked_add(limit.time));
         let result = bounded(store.apply(&f.group, op), signals, limit).await?;
         if let Some(w) = store.take_warning() {
             log.emit(&Event::Warning { message: &w });

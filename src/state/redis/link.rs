@@ -11,8 +11,11 @@
 //!   answered last first, as go-redis does), the server they name is checked
 //!   to be a master (`ROLE`) on the connection the calls then use, and this
 //!   is done again after a connection error, `READONLY`, `LOADING` or
-//!   `MASTERDOWN`: the call is tried on the master they name, a few times
-//!   over a fraction of a second. The redis crate's own Sentinel client does
+//!   `MASTERDOWN`: the call is tried on the master they name, again and
+//!   again while the sentinels answer, until the session's bound on the
+//!   call is near (a failover takes the sentinels' down-after time and an
+//!   election); sentinels that all fail to answer end the call at once.
+//!   The redis crate's own Sentinel client does
 //!   not follow a failover, and connects to sentinels and masters with
 //!   timeouts of its own (one second, half a second for an answer) that a
 //!   TLS handshake on a loaded host overruns. A failover the old master does not notice (it stays a master
@@ -24,17 +27,24 @@
 //! - Cluster: the redis crate's cluster connection routes the script by its
 //!   one key (`retry:{GROUP}:state`, the group as its hash tag), follows
 //!   `MOVED` and `ASK`, and finds a promoted replica; its retries are kept
-//!   short.
+//!   short, and a call that still finds no master for its key (a refused
+//!   connection, `CLUSTERDOWN`, `TRYAGAIN`, a `MOVED` to the dead master)
+//!   is made again, on a new connection, until the session's bound is near.
+//!
+//! Between two tries a call pauses 100 ms and a random part of as much
+//! again, so that a herd failing together does not ask together.
 //!
 //! A call that got no answer in time is never repeated: the server may have
 //! carried it out. Whatever the topology, the session bounds every call.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, anyhow, bail};
 use futures_util::StreamExt;
+use rand::TryRng;
+use rand::rngs::SysRng;
 use redis::aio::MultiplexedConnection;
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::cluster_async::ClusterConnection;
@@ -52,14 +62,23 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// One script call: it takes microseconds on the server, but a busy host may
 /// be slow to schedule the server or this process.
 pub const COMMAND_TIMEOUT: Duration = Duration::from_secs(2);
-/// Between two askings of the sentinels within one call: long enough for
-/// them to have moved on after a failover they were finishing.
-const ASK_AGAIN: Duration = Duration::from_millis(200);
-/// Tries of one call under Sentinel: the master named, then twice more.
+/// Between two tries of one call while a failover may be under way: at
+/// least this, and a random part of as much again.
+const ASK_AGAIN: Duration = Duration::from_millis(100);
+/// Tries of one call under Sentinel when the call has no bound: the master
+/// named, then twice more.
 const SENTINEL_TRIES: usize = 3;
+/// What is kept of the call's bound for its last try: a call that gives up
+/// says why, rather than being cut short by the bound.
+const RESERVE: Duration = Duration::from_millis(250);
 
 pub struct Link {
     kind: Kind,
+    /// When the calls must be over (the session's bound on each).
+    until: Option<Instant>,
+    /// Under Sentinel, a sentinel answered the last time they were asked:
+    /// a master that cannot be used yet may be being replaced.
+    answered: bool,
 }
 
 enum Kind {
@@ -224,15 +243,30 @@ impl Link {
                 }
             }
         };
-        Ok(Link { kind })
+        Ok(Link {
+            kind,
+            until: None,
+            answered: false,
+        })
     }
 
-    /// How many times a call may be tried.
+    /// The calls that follow must be over by `until`.
+    pub fn bound(&mut self, until: Option<Instant>) {
+        self.until = until;
+    }
+
+    /// How many times a call may be tried at least; under Sentinel and
+    /// Cluster, with a bound, as many more times as fit in it.
     fn tries(&self) -> usize {
         match self.kind {
             Kind::Sentinel { .. } => SENTINEL_TRIES,
             Kind::Single { .. } | Kind::Cluster { .. } => 2,
         }
+    }
+
+    /// Whether a failover may be waited out within the bound.
+    fn waits(&self) -> bool {
+        self.until.is_some() && !matches!(self.kind, Kind::Single { .. })
     }
 
     /// Drops the connection: the next call makes a new one (and, under
@@ -279,7 +313,10 @@ impl Link {
                     };
                 }
                 if conn.is_none() {
-                    *conn = Some(find_master(sentinels, first, master, *tls, redis).await?);
+                    let (found, answered) =
+                        find_master(sentinels, first, master, *tls, redis).await;
+                    self.answered = answered;
+                    *conn = Some(found?);
                 }
             }
             Kind::Cluster { client, conn } => {
@@ -321,12 +358,21 @@ impl Link {
         let mut n = 0;
         loop {
             n += 1;
-            let last = n >= tries;
+            let more = n < tries;
+            let pause = pause(SysRng.try_next_u64().unwrap_or(0));
             if let Err(e) = self.connect().await {
-                // Under Sentinel, connecting is where a failover shows: the
-                // old master refuses, or the sentinels name none yet.
-                if sentinel && !last {
-                    tokio::time::sleep(ASK_AGAIN).await;
+                // Connecting is where a failover shows under Sentinel (the
+                // old master refuses, or the sentinels name none yet), and
+                // under Cluster once the call found its master gone.
+                // Sentinels that do not answer, or a cluster no node of
+                // which does, are not failing over: the call ends.
+                let again = if self.waits() {
+                    (if sentinel { self.answered } else { n > 1 }) && self.room(pause)
+                } else {
+                    sentinel && more
+                };
+                if again {
+                    tokio::time::sleep(pause).await;
                     continue;
                 }
                 return Err(e);
@@ -336,8 +382,10 @@ impl Link {
                 Err(e) => e,
             };
             let moved = moved(&e);
-            let dropped =
-                (e.is_connection_dropped() || e.is_connection_refusal()) && !e.is_timeout();
+            let dropped = (e.is_connection_dropped()
+                || e.is_connection_refusal()
+                || e.kind() == ErrorKind::ClusterConnectionNotFound)
+                && !e.is_timeout();
             if e.is_io_error() || moved || dropped {
                 self.forget();
             }
@@ -347,15 +395,35 @@ impl Link {
                     COMMAND_TIMEOUT.as_secs()
                 );
             }
-            if (moved || dropped) && !last {
-                if sentinel && n > 1 {
-                    tokio::time::sleep(ASK_AGAIN).await;
+            if (moved || dropped) && (more || (self.waits() && self.room(pause))) {
+                if n > 1 {
+                    tokio::time::sleep(pause).await;
                 }
                 continue;
             }
             return Err(anyhow!("{}", redis_words(&e))).context("the state script failed");
         }
     }
+
+    /// Whether another try, after `pause`, fits in the bound.
+    fn room(&self, pause: Duration) -> bool {
+        self.until
+            .is_some_and(|until| room(Instant::now(), pause, until))
+    }
+}
+
+/// The pause before the next try of a call, from `random`: [`ASK_AGAIN`]
+/// and a random part of as much again.
+fn pause(random: u64) -> Duration {
+    let spread = u64::try_from(ASK_AGAIN.as_micros()).unwrap_or(u64::MAX);
+    ASK_AGAIN + Duration::from_micros(random % spread.max(1))
+}
+
+/// Whether a try that starts `pause` after `now` leaves [`RESERVE`] of the
+/// bound, `until`.
+fn room(now: Instant, pause: Duration, until: Instant) -> bool {
+    now.checked_add(pause + RESERVE)
+        .is_some_and(|start| start < until)
 }
 
 /// A connection to the server at `node` with the master's settings, and
@@ -383,15 +451,17 @@ async fn master_at(
 /// Asks the sentinels in turn, from `first`, for the master they know as
 /// `name`, until one names a server that is a master: a connection to it.
 /// `first` becomes the sentinel that named it. Otherwise, what the last
-/// sentinel asked said (or why it could not be asked).
+/// sentinel asked said (or why it could not be asked). And whether any
+/// sentinel answered.
 async fn find_master(
     sentinels: &[ConnectionInfo],
     first: &mut usize,
     name: &str,
     tls: bool,
     redis: &RedisConnectionInfo,
-) -> anyhow::Result<MultiplexedConnection> {
+) -> (anyhow::Result<MultiplexedConnection>, bool) {
     let mut why = anyhow!("no sentinel to ask");
+    let mut answered = false;
     for k in 0..sentinels.len() {
         let i = (*first + k) % sentinels.len();
         let info = &sentinels[i];
@@ -408,7 +478,10 @@ async fn find_master(
                 .map_err(|e| anyhow!("{}", redis_words(&e)))
         };
         let at = sentinel_shown(info);
-        let node = match named.await {
+        let named = named.await;
+        // A sentinel that names no master will not name one later.
+        answered |= matches!(named, Ok(Some(_)));
+        let node = match named {
             Ok(Some((host, port))) => Node { host, port },
             Ok(None) => {
                 why = anyhow!("the sentinel at {at} knows no master named {name:?}");
@@ -423,7 +496,7 @@ async fn find_master(
         match master_at(&node, tls, redis).await {
             Ok((conn, Role::Primary { .. })) => {
                 *first = i;
-                return Ok(conn);
+                return (Ok(conn), true);
             }
             Ok(_) => {
                 why = anyhow!(
@@ -433,7 +506,7 @@ async fn find_master(
             Err(e) => why = e.context(format!("master {name:?} at {shown}")),
         }
     }
-    Err(why)
+    (Err(why), answered)
 }
 
 /// A sentinel's address, for messages.
@@ -504,9 +577,42 @@ fn listen(sentinels: Vec<ConnectionInfo>, master: String, news: Arc<News>) {
     });
 }
 
-/// Whether the server said the data is not (or no longer) served there:
-/// a demoted master, one still loading its data, or one cut off from its
-/// replicas.
+/// Whether the server said the data is not (or no longer, or not yet)
+/// served there: a demoted master, one still loading its data, one cut off
+/// from its replicas; in a cluster, a slot with no master for now, or a
+/// `MOVED` the crate's own retries did not follow to a live master (during
+/// a failover, nodes point for a while at the dead one).
 fn moved(e: &RedisError) -> bool {
-    matches!(e.code(), Some("READONLY" | "LOADING" | "MASTERDOWN"))
+    matches!(
+        e.code(),
+        Some("READONLY" | "LOADING" | "MASTERDOWN" | "CLUSTERDOWN" | "TRYAGAIN" | "MOVED" | "ASK")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pause_is_100_to_200_ms() {
+        assert_eq!(pause(0), Duration::from_millis(100));
+        assert_eq!(pause(50_000), Duration::from_millis(150));
+        assert_eq!(pause(100_000), Duration::from_millis(100));
+        for random in [1, 99_999, 12_345_678, u64::MAX] {
+            let p = pause(random);
+            assert!(p >= ASK_AGAIN && p < 2 * ASK_AGAIN, "{p:?}");
+        }
+    }
+
+    #[test]
+    fn a_call_is_tried_again_only_while_the_bound_keeps_its_reserve() {
+        let now = Instant::now();
+        let p = Duration::from_millis(150);
+        let ms = Duration::from_millis;
+        assert!(room(now, p, now + ms(401)));
+        assert!(!room(now, p, now + ms(400)));
+        assert!(!room(now, p, now));
+        assert!(!room(now + ms(10), p, now));
+        assert!(room(now, p, now + Duration::from_secs(35)));
+    }
 }

@@ -226,6 +226,10 @@ impl Store for RedisStore {
         Ok((unsigned(at(1)), state))
     }
 
+    fn bound(&mut self, until: Option<std::time::Instant>) {
+        self.link.bound(until);
+    }
+
     /// How many runs share the group's pace, as the last slot granted
     /// showed it: see [`sharing`].
     fn waiting(&mut self, _group: &str) -> u32 {

@@ -701,21 +701,6 @@ pub fn spent(url: &str, group: &str) -> f64 {
     100_000.0 - count
 }
 
-/// One warning for the whole outage of the store, then the note that it is
-/// in use again.
-#[track_caller]
-pub fn one_outage(warnings: &[String], notes: &[String]) {
-    assert_eq!(warnings.len(), 1, "{warnings:?}");
-    assert!(
-        warnings[0].contains("running without it for now"),
-        "{warnings:?}"
-    );
-    assert!(
-        notes.iter().any(|n| n.ends_with("in use again")),
-        "{notes:?}"
-    );
-}
-
 /// The messages of one kind about shared state in a JSON log (others, such
 /// as what becomes of a failed attempt's output, are not the store's).
 pub fn messages(log: &[serde_json::Value], kind: &str) -> Vec<String> {
