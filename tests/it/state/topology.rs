@@ -360,8 +360,9 @@ pub fn create_cluster(
     what: &str,
     cli: impl Fn(u16, &[&str]) -> String,
 ) {
+    // Generous: six servers start at once beside the rest of the suite.
     for p in ports {
-        settle(what, Duration::from_secs(10), || {
+        settle(what, Duration::from_secs(30), || {
             cli(*p, &["PING"]).contains("PONG")
         });
     }
