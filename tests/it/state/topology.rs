@@ -527,12 +527,17 @@ impl Cluster {
             .find(|n| n.master && n.slots.iter().any(|(a, b)| (*a..=*b).contains(&slot)))
             .expect("a master for the slot")
             .clone();
-        let replica = view
-            .iter()
-            .find(|n| n.of.as_deref() == Some(master.id.as_str()))
-            .expect("a replica of the master")
-            .clone();
-        (master, replica)
+        // A replica may not yet show in every node's view when the slots
+        // already do: wait for it.
+        let mut replica = None;
+        settle("a replica of the master", Duration::from_secs(20), || {
+            replica = self
+                .view(port)
+                .into_iter()
+                .find(|n| n.of.as_deref() == Some(master.id.as_str()));
+            replica.is_some()
+        });
+        (master, replica.expect("a replica of the master"))
     }
 
     /// `CLUSTER FAILOVER` on the replica of `key`'s master; returns the
