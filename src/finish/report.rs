@@ -191,28 +191,7 @@ pub fn to_step_outputs(report: &Report) -> String {
 /// trusted, and a file can be created in it (nothing is left there). The
 /// error is the usage-error line.
 pub fn check(path: &Path) -> Result<(), String> {
-    let target = fsutil::resolve(path, Rule::Output).map_err(|e| {
-        format!(
-            "cannot write --report {}: {}",
-            path.display(),
-            e.about(path)
-        )
-    })?;
-    if target
-        .existing
-        .as_ref()
-        .is_some_and(|s| !fsutil::is_regular(s))
-    {
-        return Ok(());
-    }
-    target.dir.probe_writable().map_err(|e| {
-        format!(
-            "cannot write --report {}: {}: {}",
-            path.display(),
-            target.dir.path().display(),
-            crate::human::io_error(&e)
-        )
-    })
+    super::textfile::check_output("--report", path)
 }
 
 /// Writes `text` at `path` whole: beside it and renamed into place (a

@@ -41,13 +41,14 @@ impl Textfile {
 /// is trusted, and a file can be created in it (nothing is left there).
 /// The error is the usage-error line.
 pub fn check(path: &Path) -> Result<(), String> {
-    let target = fsutil::resolve(path, Rule::Output).map_err(|e| {
-        format!(
-            "cannot write --metrics-file {}: {}",
-            path.display(),
-            e.about(path)
-        )
-    })?;
+    check_output("--metrics-file", path)
+}
+
+/// Whether an end-of-run file given with `flag` (`--metrics-file`,
+/// `--report`) can be written at `path`, as [`check`] says it.
+pub fn check_output(flag: &str, path: &Path) -> Result<(), String> {
+    let target = fsutil::resolve(path, Rule::Output)
+        .map_err(|e| format!("cannot write {flag} {}: {}", path.display(), e.about(path)))?;
     // A FIFO or a device there (`/dev/null`) is written directly.
     if target
         .existing
@@ -58,7 +59,7 @@ pub fn check(path: &Path) -> Result<(), String> {
     }
     target.dir.probe_writable().map_err(|e| {
         format!(
-            "cannot write --metrics-file {}: {}: {}",
+            "cannot write {flag} {}: {}: {}",
             path.display(),
             target.dir.path().display(),
             crate::human::io_error(&e)
