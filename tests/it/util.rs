@@ -360,10 +360,39 @@ pub fn scratch_for_anyone() -> tempfile::TempDir {
     dir
 }
 
-/// A port on 127.0.0.1 that nothing listens on (bound, then released).
+/// A port on 127.0.0.1 that nothing listens on (bound, then released), for
+/// a server a test starts later or for a port that refuses.
+///
+/// Taken below the kernel's ephemeral range, where no outgoing connection of
+/// the suite (hundreds run beside each test) can take it between its choice
+/// and its use, and from a counter, so that no two calls of this process get
+/// the same one: a port the kernel hands out for `:0` is free now, and may
+/// be handed out again the next instant.
 pub fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
-    l.local_addr().expect("addr").port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32768);
+    // Room for a few thousand servers above the well-known and registered
+    // ports most hosts run; otherwise the kernel's choice.
+    const FLOOR: u32 = 10_000;
+    if low < FLOOR + 4_000 {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+        return l.local_addr().expect("addr").port();
+    }
+    let span = low - FLOOR;
+    // Another process running the suite at once starts elsewhere.
+    let start = std::process::id().wrapping_mul(7919) % span;
+    for _ in 0..span {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = u16::try_from(FLOOR + (start + n) % span).expect("below the ephemeral range");
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port on 127.0.0.1 from {FLOOR} to {low}");
 }
 
 pub fn path_str(p: &Path) -> String {

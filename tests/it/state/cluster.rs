@@ -74,8 +74,10 @@ fn a_run_follows_a_cluster_failover_without_missing_a_call() {
     let key = "retry:{fo}:state";
     let (old, _) = c.shard_of(key);
     let new = c.failover(key);
+    // Generous: the suite runs beside it, and each look at the count is a
+    // process of its own.
     let (warnings, _) = run.finish_after_five_calls(
-        Duration::from_secs(10),
+        Duration::from_secs(30),
         "the run's calls never reached the new master",
     );
     assert!(warnings.is_empty(), "{warnings:?}");

@@ -90,8 +90,7 @@ fn tls_forms_speak_tls_to_sentinels_masters_and_cluster_nodes() {
             Node::spawn(REDIS.server, &dir, port, &args)
         })
         .collect();
-    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
-    create_cluster(&ports, "0", "a TLS cluster node", |p, words| {
+    create_cluster(&nodes, "0", "a TLS cluster node", |p, words| {
         cli_tls(REDIS, p, &ca, words)
     });
     settle("the TLS cluster", Duration::from_secs(20), || {

@@ -42,6 +42,8 @@ pub const MASTER: &str = "mymaster";
 pub struct Node {
     pub port: u16,
     child: Option<Child>,
+    /// Its directory, where it keeps its log (`log`).
+    dir: PathBuf,
 }
 
 impl Node {
@@ -64,7 +66,15 @@ impl Node {
         Node {
             port,
             child: Some(Node::start(program, dir, args)),
+            dir: dir.to_path_buf(),
         }
+    }
+
+    /// The end of its log, for a test that fails waiting for it.
+    pub fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.dir.join("log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(15)..].join("\n")
     }
 
     /// `kill -9`.
@@ -195,11 +205,7 @@ impl Sentinels {
             if let Some(m) = replica_of {
                 args.extend(["--replicaof".into(), "127.0.0.1".into(), m.to_string()]);
             }
-            let child = Node::start(flavor.server, &d, &args);
-            servers.push(Node {
-                port,
-                child: Some(child),
-            });
+            servers.push(Node::spawn(flavor.server, &d, port, &args));
         }
         settle("the replica's first sync", Duration::from_secs(20), || {
             cli(flavor, master_port, password, &["INFO", "replication"]).contains("state=online")
@@ -224,11 +230,7 @@ impl Sentinels {
             }
             let file = d.join("sentinel.conf");
             std::fs::write(&file, conf).expect("sentinel.conf");
-            let child = Node::start(flavor.sentinel, &d, &[path_str(&file)]);
-            sentinels.push(Node {
-                port,
-                child: Some(child),
-            });
+            sentinels.push(Node::spawn(flavor.sentinel, &d, port, &[path_str(&file)]));
         }
         let s = Sentinels {
             flavor,
@@ -351,21 +353,30 @@ pub fn cluster_args(more: &[&str]) -> Vec<String> {
     a
 }
 
-/// `--cluster create` of the nodes on `ports`, `replicas` replicas a
-/// master, once each node answers (`what` is waited for); `cli` sends a node
-/// its words. Checks that every slot is covered.
+/// `--cluster create` of `nodes`, `replicas` replicas a master, once each
+/// node answers (`what` is waited for, and a node that does not is shown
+/// with its log); `cli` sends a node its words. Checks that every slot is
+/// covered.
 pub fn create_cluster(
-    ports: &[u16],
+    nodes: &[Node],
     replicas: &str,
     what: &str,
     cli: impl Fn(u16, &[&str]) -> String,
 ) {
     // Generous: six servers start at once beside the rest of the suite.
-    for p in ports {
-        settle(what, Duration::from_secs(30), || {
-            cli(*p, &["PING"]).contains("PONG")
-        });
+    for node in nodes {
+        let until = Instant::now() + Duration::from_secs(30);
+        while !cli(node.port, &["PING"]).contains("PONG") {
+            assert!(
+                Instant::now() < until,
+                "{what} on port {}: no answer within 30s; its log ends:\n{}",
+                node.port,
+                node.log_tail()
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
     }
+    let ports: Vec<u16> = nodes.iter().map(|n| n.port).collect();
     let mut create: Vec<String> = vec!["--cluster".into(), "create".into()];
     create.extend(ports.iter().map(|p| format!("127.0.0.1:{p}")));
     create.extend(["--cluster-replicas", replicas, "--cluster-yes"].map(String::from));
@@ -415,11 +426,7 @@ impl Cluster {
                 std::fs::create_dir(&d).expect("node dir");
                 let mut args = base_args(port, password);
                 args.extend(cluster_args(&["--cluster-node-timeout", "1000"]));
-                let child = Node::start(flavor.server, &d, &args);
-                Node {
-                    port,
-                    child: Some(child),
-                }
+                Node::spawn(flavor.server, &d, port, &args)
             })
             .collect();
         let c = Cluster {
@@ -428,8 +435,7 @@ impl Cluster {
             nodes,
             _dir: dir,
         };
-        let ports: Vec<u16> = c.nodes.iter().map(|n| n.port).collect();
-        create_cluster(&ports, "1", "a cluster node", |p, words| c.cli(p, words));
+        create_cluster(&c.nodes, "1", "a cluster node", |p, words| c.cli(p, words));
         c.wait_settled(Duration::from_secs(20));
         c
     }
@@ -672,7 +678,17 @@ impl LongRun {
         let before = spent(&self.url, &self.group);
         let until = Instant::now() + within;
         while spent(&self.url, &self.group) < before + 5.0 {
-            assert!(Instant::now() < until, "{never}");
+            if Instant::now() >= until {
+                // Show what the run saw: its log, once stopped.
+                self.running.signal(nix::sys::signal::Signal::SIGTERM);
+                let out = self.running.wait();
+                let err = out.stderr_text();
+                let tail: Vec<&str> = err.lines().rev().take(20).collect();
+                panic!(
+                    "{never} within {within:?}; the run's log ends:\n{}",
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                );
+            }
             thread::sleep(Duration::from_millis(100));
         }
         std::fs::write(&self.done, b"").expect("done");
