@@ -19,7 +19,6 @@ use hyper_util::rt::TokioIo;
 use nix::sys::signal::Signal;
 use rustls::pki_types::{CertificateDer, ServerName};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpStream;
 use tonic::transport::Endpoint;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::{HealthCheckRequest, health_client::HealthClient};
@@ -220,34 +219,7 @@ impl GrpcAttempt {
         let target = &self.opts.target;
         let shown = target.shown();
         let fail = |failure, detail: String| Status::Net { failure, detail };
-        let lookup = tokio::net::lookup_host((target.host.as_str(), target.port));
-        let addrs: Vec<_> = match tokio::time::timeout(within, lookup).await {
-            Err(_) => {
-                return Err(fail(
-                    NetFailure::ConnectTimeout,
-                    format!("{shown}: the name lookup took longer"),
-                ));
-            }
-            Ok(Err(e)) => return Err(fail(NetFailure::Dns, format!("{shown}: {e}"))),
-            Ok(Ok(addrs)) => addrs.collect(),
-        };
-        let mut last = fail(NetFailure::Dns, format!("{shown}: no address"));
-        let mut stream = None;
-        for addr in addrs {
-            match tokio::time::timeout(within, TcpStream::connect(addr)).await {
-                Ok(Ok(s)) => {
-                    stream = Some(s);
-                    break;
-                }
-                Ok(Err(e)) => {
-                    last = fail(NetFailure::Connect, format!("{shown}: {}", io_error(&e)))
-                }
-                Err(_) => last = fail(NetFailure::ConnectTimeout, shown.clone()),
-            }
-        }
-        let Some(stream) = stream else {
-            return Err(last);
-        };
+        let (stream, _) = super::tcp::connect_first(target, within).await?;
         let Some(config) = &self.tls else {
             return Ok(Box::new(stream));
         };

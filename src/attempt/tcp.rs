@@ -196,6 +196,17 @@ impl Attempt for TcpAttempt {
 
 /// Connect to one target: the address that accepted, or why none did.
 async fn probe(target: &Target, within: Duration) -> Result<SocketAddr, Status> {
+    // Closed at once: nothing is sent.
+    connect_first(target, within).await.map(|(_, addr)| addr)
+}
+
+/// The first of `target`'s addresses that accepts a connection within
+/// `within` each, or why none did (the last address's failure). The TCP and
+/// gRPC probes both start here.
+pub(super) async fn connect_first(
+    target: &Target,
+    within: Duration,
+) -> Result<(TcpStream, SocketAddr), Status> {
     let shown = target.shown();
     let fail = |failure, detail: String| Status::Net { failure, detail };
     let lookup = tokio::net::lookup_host((target.host.as_str(), target.port));
@@ -221,11 +232,7 @@ async fn probe(target: &Target, within: Duration) -> Result<SocketAddr, Status> 
     };
     for addr in addrs {
         match tokio::time::timeout(within, TcpStream::connect(addr)).await {
-            // Closed at once: nothing is sent.
-            Ok(Ok(stream)) => {
-                drop(stream);
-                return Ok(addr);
-            }
+            Ok(Ok(stream)) => return Ok((stream, addr)),
             Ok(Err(e)) => {
                 last = fail(
                     NetFailure::Connect,
