@@ -131,7 +131,7 @@ pub const TABLE: &[Row] = &[
     ),
     row(
         "28",
-        "HTTP and TCP mode: timed out (--timeout, --connect-timeout or --max-time, and in HTTP mode --idle-timeout; never retried once part of an HTTP body reached stdout)",
+        "HTTP and TCP mode: timed out (--timeout, --connect-timeout or --max-time, and in HTTP mode --idle-timeout; never retried once part of an HTTP body reached stdout); file mode: a look that did not return within --timeout or --max-time",
     ),
     row("35", "HTTP mode: TLS handshake or certificate failure"),
     row(

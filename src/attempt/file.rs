@@ -6,13 +6,22 @@
 //! `--non-empty`, or not a directory with `--directory`: retried. A path
 //! retry may not look at (a directory on the way it cannot search) is
 //! permanent: waiting does not grant the permission.
+//!
+//! Each look runs on a thread of its own: a stat on a mount whose server
+//! is gone blocks in the kernel, and only the attempt's bound (`--timeout`,
+//! `--max-time`) and signals may end retry's wait for it. A look still
+//! under way when an attempt ends is waited for again by the next one, never
+//! started twice, so a mount that stays silent costs one thread.
 
 use std::ffi::OsString;
 use std::io::ErrorKind;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use tokio::sync::oneshot;
 
 use super::{Attempt, Context, Details};
-use crate::classify::{PathState, Status};
+use crate::bound::{Bounded, within};
+use crate::classify::{Limit, NetFailure, PathState, Status};
 use crate::human::io_error;
 use crate::signals::Signals;
 
@@ -47,13 +56,40 @@ pub struct FileAttempt {
     opts: FileOptions,
     /// Which paths were found ready, by index.
     ready: Vec<bool>,
+    /// Looks under way, by index.
+    looking: Vec<Option<Look>>,
+    /// Whether a look that did not return was warned of.
+    warned: bool,
     details: Details,
+}
+
+/// What one stat says, once it returns.
+type Look = oneshot::Receiver<std::io::Result<std::fs::Metadata>>;
+
+/// A stat of `path` on a thread of its own; with no thread to be had, here
+/// and now.
+fn start_look(path: &Path) -> Look {
+    let (tx, rx) = oneshot::channel();
+    let owned = path.to_path_buf();
+    let spawned = std::thread::Builder::new()
+        .name("look".into())
+        .spawn(move || {
+            let _ = tx.send(std::fs::metadata(owned));
+        });
+    if spawned.is_ok() {
+        return rx;
+    }
+    let (tx, rx) = oneshot::channel();
+    let _ = tx.send(std::fs::metadata(path));
+    rx
 }
 
 impl FileAttempt {
     pub fn new(opts: FileOptions) -> FileAttempt {
         FileAttempt {
             ready: vec![false; opts.paths.len()],
+            looking: opts.paths.iter().map(|_| None).collect(),
+            warned: false,
             opts,
             details: Details::default(),
         }
@@ -61,16 +97,47 @@ impl FileAttempt {
 }
 
 impl Attempt for FileAttempt {
-    async fn run(&mut self, _ctx: &Context, _signals: &mut Signals) -> Status {
+    async fn run(&mut self, ctx: &Context, signals: &mut Signals) -> Status {
         self.details = Details::default();
+        for (i, path) in self.opts.paths.iter().enumerate() {
+            if !self.ready[i] && self.looking[i].is_none() {
+                self.looking[i] = Some(start_look(path));
+            }
+        }
         let mut first: Option<Status> = None;
         for (i, path) in self.opts.paths.iter().enumerate() {
-            if self.ready[i] {
+            let Some(pending) = self.looking[i].as_mut() else {
                 continue;
-            }
-            // A stat does not block for long on a local file system; the
-            // loop's deadline applies between attempts.
-            let status = look(path, self.opts.wanted, std::fs::metadata(path));
+            };
+            let meta = match within(pending, ctx.deadline.map(|(at, _)| at), signals).await {
+                Bounded::Done(meta) => {
+                    self.looking[i] = None;
+                    meta.unwrap_or_else(|_| Err(std::io::Error::other("the look was lost")))
+                }
+                Bounded::TimedOut => {
+                    // A warning the first time: the attempt's failure line
+                    // does not say which path hangs, nor why it may.
+                    let said = format!(
+                        "{}: the look has not returned (a mount whose server does not answer?)",
+                        path.display()
+                    );
+                    if std::mem::replace(&mut self.warned, true) {
+                        self.details.notes.push(said);
+                    } else {
+                        self.details.warnings.push(said);
+                    }
+                    // Timed out as a network probe is: a silent mount is
+                    // a server that does not answer.
+                    return Status::Net {
+                        failure: NetFailure::TimedOut(
+                            ctx.deadline.map_or(Limit::Attempt, |(_, l)| l),
+                        ),
+                        detail: format!("{}: no answer", path.display()),
+                    };
+                }
+                Bounded::Interrupted(sig) => return Status::Interrupted(sig as i32),
+            };
+            let status = look(path, self.opts.wanted, meta);
             match status {
                 Status::Path {
                     state: PathState::Ready,
@@ -97,11 +164,7 @@ impl Attempt for FileAttempt {
 }
 
 /// What one stat of `path` says about it. Pure: the stat is passed in.
-fn look(
-    path: &std::path::Path,
-    wanted: Wanted,
-    meta: std::io::Result<std::fs::Metadata>,
-) -> Status {
+fn look(path: &Path, wanted: Wanted, meta: std::io::Result<std::fs::Metadata>) -> Status {
     let shown = path.display();
     let (state, detail) = match meta {
         Err(e) if e.kind() == ErrorKind::PermissionDenied => (

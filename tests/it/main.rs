@@ -31,6 +31,7 @@ mod secrets;
 mod ship;
 mod sim;
 mod skips;
+mod stalled_mount;
 mod startup;
 mod state;
 mod supervise;
