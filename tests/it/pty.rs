@@ -104,10 +104,51 @@ impl Pty {
             }
             assert!(
                 Instant::now() < until,
-                "never saw {text:?} on the terminal; it shows:\n{screen}"
+                "never saw {text:?} on the terminal; it shows:\n{screen}\n{}",
+                self.session()
             );
             thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// The processes of the pty's session, as /proc shows them: state,
+    /// groups, the terminal's foreground group and signal masks, for a test
+    /// that fails waiting for job control.
+    fn session(&self) -> String {
+        let sid = self.child.id().to_string();
+        let mut out = String::from("pid ppid pgrp tpgid state comm | SigBlk SigIgn SigCgt\n");
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let dir = entry.path();
+            let Ok(stat) = std::fs::read_to_string(dir.join("stat")) else {
+                continue;
+            };
+            // After the command's name, in parentheses: state ppid pgrp session tty tpgid.
+            let Some((head, rest)) = stat.rsplit_once(") ") else {
+                continue;
+            };
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            if f.get(3) != Some(&sid.as_str()) {
+                continue;
+            }
+            let status = std::fs::read_to_string(dir.join("status")).unwrap_or_default();
+            let masks: Vec<&str> = status
+                .lines()
+                .filter(|l| {
+                    l.starts_with("SigBlk") || l.starts_with("SigIgn") || l.starts_with("SigCgt")
+                })
+                .filter_map(|l| l.split_whitespace().nth(1))
+                .collect();
+            let (pid, comm) = head.split_once(" (").unwrap_or((head, ""));
+            out.push_str(&format!(
+                "{pid} {} {} {} {} {comm} | {}\n",
+                f[1],
+                f[2],
+                f.get(5).unwrap_or(&"?"),
+                f[0],
+                masks.join(" ")
+            ));
+        }
+        out
     }
 
     #[track_caller]
