@@ -132,8 +132,12 @@ fn time_suspended_by_ctrl_z_is_not_idle_time() {
     // It talks within --idle-timeout whenever it runs; Ctrl-Z then keeps it
     // stopped for longer than that, which is not the command's silence. The
     // timeout leaves room for a loaded machine to deliver the Ctrl-Z late.
+    // The sleep is started before the marker: a shell that vforks stays
+    // unstoppable while its child, stopped by the Ctrl-Z before its exec,
+    // holds it (a shell's job hangs there too, with or without retry), so
+    // nothing may be forked once the Ctrl-Z can come.
     t.type_keys(
-        b"retry --max 1 --idle-timeout 8s -- sh -c 'echo ready:$((6*7)); sleep 1; echo done:$((6*7))'\n",
+        b"retry --max 1 --idle-timeout 8s -- sh -c 'sleep 1 & echo ready:$((6*7)); wait; echo done:$((6*7))'\n",
     );
     let at = t.expect("ready:42", SOON);
     t.type_keys(b"\x1a");
