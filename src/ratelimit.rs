@@ -44,6 +44,9 @@ pub enum Field {
     /// OpenAI's durations.
     XResetRequests,
     XResetTokens,
+    /// No field: GitHub's documented minimum wait for a secondary rate
+    /// limit its body names (see [`github_secondary`]).
+    GitHubSecondary,
 }
 
 impl Field {
@@ -58,6 +61,7 @@ impl Field {
             Field::XRequestsReset => "X-RateLimit-Requests-Reset",
             Field::XResetRequests => "x-ratelimit-reset-requests",
             Field::XResetTokens => "x-ratelimit-reset-tokens",
+            Field::GitHubSecondary => "GitHub's secondary rate limit",
         }
     }
 }
@@ -72,6 +76,8 @@ pub enum Reading {
     EpochMillis,
     /// A duration string (`6m0s`).
     Duration,
+    /// No value sent: the wait the server's documentation gives.
+    Documented,
 }
 
 impl Reading {
@@ -82,6 +88,7 @@ impl Reading {
             Reading::EpochSeconds => "epoch",
             Reading::EpochMillis => "epoch ms",
             Reading::Duration => "duration",
+            Reading::Documented => "documented wait",
         }
     }
 }
@@ -215,6 +222,44 @@ pub fn read(code: u16, fields: &[(&str, &[u8])], now: SystemTime) -> Hints {
         turn,
         ignored: r.ignored,
     }
+}
+
+/// The words of GitHub's API in the body of a secondary rate limit.
+const GITHUB_SECONDARY: &[u8] = b"secondary rate limit";
+
+/// GitHub's rule for a secondary rate limit whose response says nothing in
+/// its fields: wait at least a minute.
+pub const GITHUB_SECONDARY_WAIT: Duration = Duration::from_secs(60);
+
+/// Whether a response may be GitHub's secondary rate limit with nothing in
+/// its fields, so that its body is worth a look: a 403 or 429 from GitHub's
+/// API (`from_github`: it sent `X-GitHub-Request-Id`) whose fields set no
+/// wait.
+pub fn may_be_github_secondary(code: u16, from_github: bool, hints: &Hints) -> bool {
+    from_github && matches!(code, 403 | 429) && hints.floor.is_none()
+}
+
+/// `hints` with GitHub's rule applied when `body` (its first bytes) names a
+/// secondary rate limit: the next request no sooner than a minute, and a
+/// 403 is a rate limit, retried as a 429 is. A 403 without those words is
+/// a refusal (a token without the right scope), and stays one.
+pub fn github_secondary(code: u16, mut hints: Hints, body: &[u8]) -> Hints {
+    let named = body
+        .windows(GITHUB_SECONDARY.len())
+        .any(|w| w.eq_ignore_ascii_case(GITHUB_SECONDARY));
+    if !named || hints.floor.is_some() {
+        return hints;
+    }
+    hints.floor = Some(Floor {
+        wait: GITHUB_SECONDARY_WAIT,
+        field: Field::GitHubSecondary,
+        reading: Reading::Documented,
+        value: format!("{}s", GITHUB_SECONDARY_WAIT.as_secs()),
+    });
+    if code == 403 && hints.turn.is_none() {
+        hints.turn = Some(Turn::RateLimited);
+    }
+    hints
 }
 
 struct Reader<'a> {

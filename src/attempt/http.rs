@@ -188,7 +188,7 @@ impl<'t> HttpAttempt<'t> {
                 Err(status) => return status,
             };
             let code = response.status().as_u16();
-            let hints = hints(code, response.headers(), SystemTime::now());
+            let mut hints = hints(code, response.headers(), SystemTime::now());
             // What was not usable, and why, for -v.
             self.notes.extend(hints.ignored.iter().cloned());
             // A continuation is reported as the response it continues.
@@ -212,9 +212,20 @@ impl<'t> HttpAttempt<'t> {
                 _ => (0, code),
             };
             if !self.expect.contains(reported) {
-                if self.excerpts {
-                    let start = excerpt(response).await;
-                    if !start.is_empty() {
+                let github = crate::ratelimit::may_be_github_secondary(
+                    code,
+                    response.headers().contains_key("x-github-request-id"),
+                    &hints,
+                );
+                if self.excerpts || github {
+                    let mut response = response;
+                    let bytes =
+                        reply::first_bytes(&mut response, EXCERPT_BYTES, EXCERPT_WAIT).await;
+                    if github {
+                        hints = crate::ratelimit::github_secondary(code, hints, &bytes);
+                    }
+                    let start = excerpt(&bytes);
+                    if self.excerpts && !start.is_empty() {
                         self.notes.push(format!("HTTP {code} body begins: {start}"));
                     }
                 }
@@ -381,10 +392,9 @@ impl<'t> HttpAttempt<'t> {
     }
 }
 
-/// The first bytes of a body, masked, on one line, waiting only briefly
-/// for them.
-async fn excerpt(mut response: Response) -> String {
-    let bytes = reply::first_bytes(&mut response, EXCERPT_BYTES, EXCERPT_WAIT).await;
+/// The first bytes of a body (read waiting only briefly for them), masked,
+/// on one line.
+fn excerpt(bytes: &[u8]) -> String {
     let cut = bytes.len().min(EXCERPT_BYTES);
     // Masked line by line first, then flattened onto one line.
     let masked = crate::mask::text(&String::from_utf8_lossy(&bytes[..cut]));

@@ -676,3 +676,38 @@ fn a_date_that_agrees_with_the_local_clock_gives_way_to_its_finer_reading() {
     ];
     assert_eq!(read(429, &pairs, now).floor.map(|f| f.wait), Some(s(3)));
 }
+
+#[test]
+fn githubs_secondary_limit_without_fields_waits_a_minute_and_turns_a_403() {
+    const BODY: &[u8] = br#"{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.","documentation_url":"https://docs.github.com/"}"#;
+    let none = hints(403, &[("x-ratelimit-remaining", "4990")]);
+    // Only GitHub's 403 and 429 without a wait in their fields are looked at.
+    assert!(may_be_github_secondary(403, true, &none));
+    assert!(may_be_github_secondary(429, true, &none));
+    assert!(!may_be_github_secondary(403, false, &none));
+    assert!(!may_be_github_secondary(500, true, &none));
+    let fielded = hints(429, &[("Retry-After", "5")]);
+    assert!(!may_be_github_secondary(429, true, &fielded));
+
+    let h = github_secondary(403, none.clone(), BODY);
+    let floor = h.floor.expect("a floor");
+    assert_eq!(
+        (floor.wait, floor.field, floor.reading),
+        (s(60), Field::GitHubSecondary, Reading::Documented)
+    );
+    assert_eq!(floor.cite(), "GitHub's secondary rate limit 60s");
+    assert_eq!(h.turn, Some(Turn::RateLimited));
+    // A 429 is a rate limit already: only the wait is added.
+    assert_eq!(github_secondary(429, none.clone(), BODY).turn, None);
+    // Any case; anywhere in the first bytes.
+    assert!(
+        github_secondary(403, none.clone(), b"<p>SECONDARY RATE LIMIT</p>")
+            .floor
+            .is_some()
+    );
+    // A 403 that names no such limit (a token without the scope) stays a 403.
+    let scope = br#"{"message":"Resource not accessible by personal access token"}"#;
+    assert_eq!(github_secondary(403, none.clone(), scope), none);
+    // A wait a field set is never replaced.
+    assert_eq!(github_secondary(429, fielded.clone(), BODY), fielded);
+}

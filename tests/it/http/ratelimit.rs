@@ -377,3 +377,56 @@ fn the_report_names_what_the_last_response_asked_for() {
     assert_eq!(v["server_hint"], "X-RateLimit-Reset (seconds) 7", "{text}");
     assert_eq!(v["server_hint_ms"], 7000, "{text}");
 }
+
+/// GitHub's secondary limit as its API sends it when it names no wait: a
+/// 403, requests left in the primary quota, the reason in the body.
+fn github_secondary_403() -> Reply {
+    reply(403)
+        .header("X-GitHub-Request-Id", "C0DE:1234:5678:9ABC:DEF0")
+        .header("x-ratelimit-remaining", "4990")
+        .body(
+            r#"{"message":"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"}"#,
+        )
+}
+
+#[test]
+fn githubs_secondary_limit_with_no_fields_asks_for_a_minute() {
+    // A minute does not fit in --max-time 10s: the run ends at once and
+    // says which rule asked for it.
+    let s = Server::start(vec![github_secondary_403()]);
+    let r = retry(&["--http", &s.url, "--max-time", "10s"]);
+    assert_eq!(r.code, 22, "{}", r.stderr);
+    assert_eq!(s.hits(), 1);
+    assert!(r.took < Duration::from_secs(5), "took {:?}", r.took);
+    assert!(
+        r.stderr
+            .contains("the server's GitHub's secondary rate limit 60s (")
+            && r.stderr.contains("points past --max-time"),
+        "{}",
+        r.stderr
+    );
+    // With time for it, the 403 is a rate limit (retryable), and the log
+    // names the rule that set the wait.
+    let s = Server::start(vec![github_secondary_403()]);
+    let r = retry(&["--http", &s.url, "--max", "1", "--log-format", "json"]);
+    assert_eq!(r.code, 22, "{}", r.stderr);
+    let a = &events(&r, "attempt")[0];
+    assert_eq!(a["http_status"], 403);
+    assert_eq!(a["outcome"], "retryable", "{a}");
+    assert_eq!(a["hint_source"], "GitHub's secondary rate limit");
+    assert_eq!(a["hint_reading"], "documented wait");
+    assert_eq!(a["retry_after_ms"], 60_000.0, "{a}");
+}
+
+#[test]
+fn a_github_403_that_names_no_rate_limit_is_final() {
+    let s = Server::start(vec![
+        reply(403)
+            .header("X-GitHub-Request-Id", "C0DE:1234:5678:9ABC:DEF0")
+            .header("x-ratelimit-remaining", "4990")
+            .body(r#"{"message":"Resource not accessible by personal access token"}"#),
+    ]);
+    let r = retry(&["--http", &s.url, "-b", "10ms"]);
+    assert_eq!(r.code, 22, "{}", r.stderr);
+    assert_eq!(s.hits(), 1);
+}
