@@ -248,7 +248,7 @@ impl ProcessAttempt {
             ],
             closed: streams.closed,
             new_group: !foreground,
-            publish: (!foreground).then_some(&watchdog::GROUP),
+            publish: (!foreground).then(watchdog::group),
             terminal: tty,
             sigpipe_ignored: sigpipe_ignored_at_start(),
             caught: &self.caught,
