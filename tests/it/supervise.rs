@@ -289,11 +289,14 @@ fn leftovers_get_the_stop_signal_at_once_and_are_counted_with_v() {
     let out = retry_sh(&["-v", "--max", "1"], "sleep 30 & sleep 30 & exit 0").run();
     out.expect_code(0);
     assert!(out.elapsed < Duration::from_secs(3), "{:?}", out.elapsed);
-    assert!(
-        out.stderr_text().contains("stopped 2 leftover processes"),
-        "{}",
-        out.stderr_text()
-    );
+    // Without a count of the group's members (docs/platforms.md), the
+    // portable build says it stopped some.
+    let said = if cfg!(feature = "portable") {
+        "stopped the leftover processes of attempt 1"
+    } else {
+        "stopped 2 leftover processes"
+    };
+    assert!(out.stderr_text().contains(said), "{}", out.stderr_text());
 }
 
 #[test]
