@@ -326,9 +326,11 @@ fn the_logged_duration_is_the_main_process_s_own() {
 fn a_second_interrupt_cuts_the_leftovers_grace_short() {
     let dir = scratch();
     let marker = dir.path().join("left");
+    // The main process waits for the job's trap to be set: a stop signal
+    // sent before it would end the job and the test with it.
     let script = format!(
-        "(trap '' TERM INT; touch {}; sleep 30) & exit 1",
-        path_str(&marker)
+        "(trap '' TERM INT; touch {m}; sleep 30) & until [ -e {m} ]; do sleep 0.01; done; exit 1",
+        m = path_str(&marker)
     );
     let running = retry_sh(
         &["--max", "3", "--base", "10s", "--kill-after", "20s"],
