@@ -282,16 +282,20 @@ timed() {
   echo "$1 took $(($(date +%s) - started)) s"
 }
 
-# The plain POSIX platform layer, run: the integration tests of commands,
-# supervision, signals, the terminal and the local store, against the
-# Linux build with the portable feature (docs/platforms.md says where it
-# differs; the tests assert that).
+# The plain POSIX platform layer, run: every unit test, and the
+# integration tests of commands, supervision, signals, the terminal and the
+# local store, against the Linux build with the portable feature
+# (docs/platforms.md says where it differs; the tests assert that).
 portable_tests() {
+  local lib it
+  cargo test --locked --features portable --lib 2>&1 | tee -a "$work/cargo.log"
+  lib=${PIPESTATUS[0]}
   cargo test --locked --features portable --test it --no-fail-fast -- \
     core:: process:: supervise:: leftovers:: descriptors:: terminal:: replay:: \
     hooks:: idle:: state::failing:: state::rules:: state::hostile:: state::show:: 2>&1 |
     tee -a "$work/cargo.log"
-  return "${PIPESTATUS[0]}"
+  it=${PIPESTATUS[0]}
+  [ "$lib" = 0 ] && [ "$it" = 0 ]
 }
 timed portable-tests portable_tests
 
