@@ -6,8 +6,8 @@
 //! `killpg(0)` finds a member), no view of the lock table (a stalled holder
 //! is found by time alone), no unnamed files (named ones, removed when
 //! dropped), no ACL read (mode bits only), no private view of a file (a
-//! rewound duplicate), default pipe sizes, no memory handed back.
-//!
+//! rewound duplicate), default pipe sizes, no memory handed back, no
+//! `tee(2)` (output copied by reading), threads not named.
 //!
 //! Children are started with `fork`: the spawn's child gets a copy of
 //! retry's memory rather than borrowing it (slower, and a failed exec is
