@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The one command that runs every check and test of retry, on a fresh Debian
 # machine with the Rust toolchain: installs what the tests need, then runs
-# formatting, lint, unit and integration tests, the package tests
+# formatting, lint, unit and integration tests (some again against the
+# plain POSIX platform layer), the cross-builds for FreeBSD and macOS, the
+# package tests
 # (scripts/test-package.sh: builds the static release binaries, checks,
 # installs and removes the Debian packages and checks the release archives),
 # the static binaries' own tests (scripts/test-static.sh), the GitHub
