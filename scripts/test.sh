@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The one command that runs every check and test of retry, on a fresh Debian
 # machine with the Rust toolchain: installs what the tests need, then runs
-# formatting, lint, unit and integration tests, the package tests
+# formatting, lint, unit and integration tests (some again against the
+# plain POSIX platform layer), the cross-builds for FreeBSD and macOS, the
+# package tests
 # (scripts/test-package.sh: builds the static release binaries, checks,
 # installs and removes the Debian packages and checks the release archives),
 # the static binaries' own tests (scripts/test-static.sh), the GitHub
@@ -228,6 +230,23 @@ if ! "$otel_python/bin/python" -c 'import opentelemetry.proto, opentelemetry.sdk
 fi
 export RETRY_TEST_OTEL_PYTHON="$otel_python/bin/python"
 
+# The cross-builds for macOS and FreeBSD (below): zig as the C compiler
+# (ring's C) and linker, through cargo-zigbuild, both from PyPI at versions
+# known to work, in a virtual environment kept beside the build; and the
+# three Rust standard libraries (rustup, as scripts/package.sh does).
+zig_python="$(pwd)/${CARGO_TARGET_DIR:-target}/zig-python"
+case ${CARGO_TARGET_DIR:-} in /*) zig_python="$CARGO_TARGET_DIR/zig-python" ;; esac
+cross_targets=(x86_64-unknown-freebsd aarch64-apple-darwin x86_64-apple-darwin)
+if [ "$("$zig_python/bin/cargo-zigbuild" --version 2>/dev/null)" != "cargo-zigbuild 0.24.0" ] ||
+  [ "$("$zig_python/bin/python-zig" version 2>/dev/null)" != "0.17.0" ]; then
+  python3 -m venv "$zig_python"
+  "$zig_python/bin/pip" install --quiet ziglang==0.17.0 cargo-zigbuild==0.24.0
+fi
+installed_targets=$(rustup target list --installed)
+for t in "${cross_targets[@]}"; do
+  grep -qx "$t" <<<"$installed_targets" || rustup target add "$t"
+done
+
 
 # The gRPC tests' servers (tests/it/grpc/server.py): Python's grpcio and
 # the official health service, grpcio-health-checking, from PyPI.
@@ -256,6 +275,52 @@ step clippy-portable cargo clippy --all-targets --locked --features portable -- 
 # tests/it/docs.rs).
 cargo test --all-targets --locked --no-fail-fast 2>&1 | tee "$work/cargo.log" ||
   failed_steps+=("cargo-test")
+
+# timed NAME COMMAND...: a step that says how long it took.
+timed() {
+  local started
+  started=$(date +%s)
+  step "$@"
+  echo "$1 took $(($(date +%s) - started)) s"
+}
+
+# The plain POSIX platform layer, run: every unit test, and the
+# integration tests of commands, supervision, signals, the terminal and the
+# local store, against the Linux build with the portable feature
+# (docs/platforms.md says where it differs; the tests assert that).
+portable_tests() {
+  local lib it
+  cargo test --locked --features portable --lib 2>&1 | tee -a "$work/cargo.log"
+  lib=${PIPESTATUS[0]}
+  cargo test --locked --features portable --test it --no-fail-fast -- \
+    core:: process:: supervise:: leftovers:: descriptors:: terminal:: replay:: \
+    hooks:: idle:: state::failing:: state::rules:: state::hostile:: state::show:: 2>&1 |
+    tee -a "$work/cargo.log"
+  it=${PIPESTATUS[0]}
+  [ "$lib" = 0 ] && [ "$it" = 0 ]
+}
+timed portable-tests portable_tests
+
+# cross_build TARGET: builds retry for TARGET with zig (cargo's dev
+# profile: every crate compiled, ring's C included). FreeBSD links (zig
+# carries its C library). macOS cannot link here: rustls-platform-verifier
+# needs Apple's Security and CoreFoundation frameworks, which come only
+# with the macOS SDK. There the one error allowed is that link's, for want
+# of those frameworks, after everything else has compiled.
+cross_build() {
+  local log="$work/cross-$1.log"
+  PATH="$zig_python/bin:$PATH" cargo zigbuild --locked --target "$1" >"$log" 2>&1 && return
+  case $1 in *-apple-darwin) ;; *) cat "$log"; return 1 ;; esac
+  if grep -q 'unable to find system framework' "$log" &&
+    ! grep -E '^ *(= note: )?error' "$log" |
+    grep -vE '^error: linking with `[^`]*zigcc[^`]*` failed|^error: could not compile `retry-tool` \(bin "retry"\)|unable to find system framework "(Security|CoreFoundation)"'; then
+    echo "$1: every crate compiled; the link needs the macOS SDK's frameworks"
+    return
+  fi
+  cat "$log"
+  return 1
+}
+for t in "${cross_targets[@]}"; do timed "cross-$t" cross_build "$t"; done
 
 shell_tests scripts/test-package.sh
 shell_tests scripts/test-static.sh

@@ -78,21 +78,34 @@ fn io_err(e: Errno) -> io::Error {
     io::Error::from_raw_os_error(e as i32)
 }
 
-fn mode_bits(stat: &FileStat) -> u32 {
-    stat.st_mode
+/// A file's type and permission bits as retry handles them: `mode_t` is
+/// 32 bits on Linux, 16 on macOS and FreeBSD.
+pub fn mode_bits(stat: &FileStat) -> u32 {
+    to_u32(stat.st_mode)
+}
+
+/// `mode_t` widened (a no-op on Linux, where it is already 32 bits).
+#[allow(clippy::useless_conversion)]
+fn to_u32(mode: nix::libc::mode_t) -> u32 {
+    u32::from(mode)
+}
+
+/// Permission bits (and set-id, sticky) as a `Mode`: they fit any `mode_t`.
+fn mode_of(bits: u32) -> Mode {
+    Mode::from_bits_truncate((bits & 0o7777) as nix::libc::mode_t)
 }
 
 fn is_dir(stat: &FileStat) -> bool {
-    mode_bits(stat) & SFlag::S_IFMT.bits() == SFlag::S_IFDIR.bits()
+    stat.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFDIR.bits()
 }
 
 fn is_symlink(stat: &FileStat) -> bool {
-    mode_bits(stat) & SFlag::S_IFMT.bits() == SFlag::S_IFLNK.bits()
+    stat.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFLNK.bits()
 }
 
 /// Whether `stat` is a regular file's.
 pub fn is_regular(stat: &FileStat) -> bool {
-    mode_bits(stat) & SFlag::S_IFMT.bits() == SFlag::S_IFREG.bits()
+    stat.st_mode & SFlag::S_IFMT.bits() == SFlag::S_IFREG.bits()
 }
 
 /// At most `limit` bytes of the regular file at `path` (a secret file a
@@ -147,7 +160,7 @@ fn read_regular_fd(f: File, limit: u64) -> io::Result<Vec<u8>> {
 /// Judges a file retry keeps for itself (a store file) by its status: a
 /// regular file of the caller's that nobody else can write.
 pub fn judge_private_file(stat: &FileStat) -> Result<(), String> {
-    if mode_bits(stat) & SFlag::S_IFMT.bits() != SFlag::S_IFREG.bits() {
+    if !is_regular(stat) {
         return Err("is not a regular file".into());
     }
     if stat.st_uid != Uid::effective().as_raw() {
@@ -273,7 +286,7 @@ impl Dir {
             self.fd.as_fd(),
             name,
             flags | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-            Mode::from_bits_truncate(mode),
+            mode_of(mode),
         )
         .map_err(io_err)?;
         Ok(File::from(fd))
@@ -289,7 +302,7 @@ impl Dir {
             Err(e) => return Err(e),
         };
         let stat = fstat(f.as_fd()).map_err(io_err)?;
-        if mode_bits(&stat) & SFlag::S_IFMT.bits() != SFlag::S_IFREG.bits() {
+        if !is_regular(&stat) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidData,
                 "not a regular file",
@@ -332,7 +345,7 @@ impl Dir {
     /// `stem` names the file the temporary one will become (used only for
     /// the fallback's name).
     pub fn temp_file(&self, stem: &OsStr, mode: u32) -> io::Result<TempFile<'_>> {
-        let mode_t = Mode::from_bits_truncate(mode);
+        let mode_t = mode_of(mode);
         match crate::sys::open_unnamed(self.fd.as_fd(), mode_t) {
             Ok(fd) => {
                 return Ok(TempFile {
@@ -418,6 +431,7 @@ impl Dir {
 
 /// The bytes still free for this process on the file system of `file`
 /// (root's reserve counted for root), if it says.
+#[allow(clippy::unnecessary_cast)] // 32-bit block counts on macOS
 pub fn room_of(file: &File) -> Option<u64> {
     let st = nix::sys::statvfs::fstatvfs(file.as_fd()).ok()?;
     let blocks = if Uid::effective().is_root() {
@@ -425,7 +439,7 @@ pub fn room_of(file: &File) -> Option<u64> {
     } else {
         st.blocks_available()
     };
-    Some(blocks.saturating_mul(st.fragment_size()))
+    Some((blocks as u64).saturating_mul(st.fragment_size() as u64))
 }
 
 /// A new unnamed scratch file, mode 0600, in `$TMPDIR` (or `/tmp` when it
@@ -532,7 +546,7 @@ impl TempFile<'_> {
                 Err(e) => return Err(io_err(e)),
             }
         }
-        fchmod(self.file.as_fd(), Mode::from_bits_truncate(mode & 0o7777)).map_err(io_err)
+        fchmod(self.file.as_fd(), mode_of(mode)).map_err(io_err)
     }
 
     /// The file with no name left: the fallback's name is removed (an
@@ -604,7 +618,7 @@ pub fn umask() -> u32 {
     }
     let old = nix::sys::stat::umask(Mode::from_bits_truncate(0o022));
     nix::sys::stat::umask(old);
-    old.bits() & 0o777
+    to_u32(old.bits()) & 0o777
 }
 
 /// The mode a new file gets: 0666 less the umask, as a shell's `>` gives.

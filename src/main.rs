@@ -23,9 +23,14 @@
 #[link(name = "libgcc_eh.a", kind = "static", modifiers = "-bundle,+verbatim")]
 unsafe extern "C" {}
 
-/// Runs before std's start-up and before `main`, on every libc.
+/// Runs before std's start-up and before `main`, on every libc (Mach-O
+/// names the same list `__mod_init_func`).
 #[used]
-#[unsafe(link_section = ".init_array")]
+#[cfg_attr(not(target_vendor = "apple"), unsafe(link_section = ".init_array"))]
+#[cfg_attr(
+    target_vendor = "apple",
+    unsafe(link_section = "__DATA,__mod_init_func")
+)]
 static AT_START: extern "C" fn() = at_start;
 
 extern "C" fn at_start() {

@@ -201,7 +201,7 @@ impl Pump {
     /// both go the same way, and start copying. Returns the pump and the
     /// ends to give the child.
     pub fn start(plan: Plan) -> io::Result<(Pump, ChildEnds)> {
-        let (stop_rx, stop_tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+        let (stop_rx, stop_tx) = crate::sys::cloexec_pipe()?;
         let stop_rx = Arc::new(stop_rx);
         let found = Arc::new(Mutex::new(Found::default()));
         let activity = plan.watch.then(|| Arc::new(Activity::new()));
@@ -331,7 +331,7 @@ fn channel_for(dest: i32, held: bool, large: bool) -> io::Result<(OwnedFd, Owned
 }
 
 fn pipe(large: bool) -> io::Result<(OwnedFd, OwnedFd)> {
-    let (r, w) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
+    let (r, w) = crate::sys::cloexec_pipe()?;
     if large {
         crate::sys::grow_pipe(&r, PIPE_SIZE);
     }
@@ -468,8 +468,7 @@ impl Stream {
             if !readable_now(self.source.as_fd()) {
                 return Step::Empty;
             }
-            // SAFETY: tee(2) on two descriptors we hold open.
-            let n = unsafe { libc::tee(self.source.as_raw_fd(), fd, CHUNK, libc::SPLICE_F_MORE) };
+            let n = crate::sys::tee(self.source.as_fd(), dest, CHUNK);
             match usize::try_from(n) {
                 // No data, and no writer left.
                 Ok(0) => return Step::End,

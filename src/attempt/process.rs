@@ -335,18 +335,18 @@ impl ProcessAttempt {
     /// it, from a timeout), KILL when the grace period is over (counted from
     /// the timeout or interrupt that stopped the attempt, if one did). A
     /// deadline or a second interrupt cuts the grace short. Returns how many
-    /// processes were left.
+    /// processes were left (None: some, where the system cannot count them).
     async fn drain(
         &mut self,
         pgid: Pid,
         stop: Option<(Stop, Instant)>,
         ctx: &Context,
         signals: &mut Signals,
-    ) -> usize {
+    ) -> Option<usize> {
         if reap_and_check_gone(pgid) {
-            return 0;
+            return Some(0);
         }
-        let left = count_group(pgid).unwrap_or(1);
+        let left = count_group(pgid);
         let target = Target::Group(pgid);
         // After an interrupt the group had only the forwarded signal, which
         // a background job of a shell ignores (SIGINT, SIGQUIT): it gets the

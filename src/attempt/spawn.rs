@@ -1,5 +1,6 @@
 //! Starting COMMAND: `clone(CLONE_VM | CLONE_VFORK)` and exec, with the
-//! set-up an attempt needs done in the child in between.
+//! set-up an attempt needs done in the child in between (`crate::sys`:
+//! elsewhere than Linux, `fork` and exec).
 //!
 //! std's `Command` can run code between fork and exec (`pre_exec`), but
 //! only by giving up posix_spawn for a full fork, which copies retry's page
@@ -29,7 +30,8 @@
 //!    EACCES is reported only when no directory had the program.
 //!
 //! A failure is reported through memory the parent reads once the child has
-//! exited (a vfork child's writes are the parent's).
+//! exited (a vfork child's writes are the parent's; a forked child's go
+//! through a pipe, `crate::sys::exec_failed`).
 
 use std::ffi::{CString, OsStr, OsString, c_char, c_int, c_void};
 use std::io;
@@ -39,6 +41,8 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 use nix::libc;
 use nix::unistd::Pid;
+
+use crate::sys::ChildStack;
 
 /// What to start, and how.
 pub struct Spawn<'a> {
@@ -71,10 +75,6 @@ const SHELL: &std::ffi::CStr = c"/bin/sh";
 
 /// PATH when the environment has none: what glibc's execvp uses.
 const DEFAULT_PATH: &[u8] = b"/bin:/usr/bin";
-
-/// The child's stack: it only makes system calls, and a guard page below
-/// turns an overflow into a fault rather than a write into retry's memory.
-const STACK_SIZE: usize = 64 * 1024;
 
 /// Everything the child reads (prepared by the parent) and the one thing it
 /// writes (why it failed).
@@ -132,7 +132,7 @@ pub fn spawn(s: &Spawn) -> io::Result<Pid> {
     if plan.candidates.is_empty() {
         return Err(io::Error::from_raw_os_error(libc::ENOENT));
     }
-    let stack = Stack::new()?;
+    let stack = ChildStack::new()?;
     let pid = clone_child(&mut plan, &stack)?;
     match plan.error.load(Ordering::Acquire) {
         0 => Ok(Pid::from_raw(pid)),
@@ -150,16 +150,14 @@ pub fn spawn(s: &Spawn) -> io::Result<Pid> {
 }
 
 /// Clone the child with every signal blocked (see `clone_blocked`).
-fn clone_child(plan: &mut Plan<'_>, stack: &Stack) -> io::Result<libc::pid_t> {
+fn clone_child(plan: &mut Plan<'_>, stack: &ChildStack) -> io::Result<libc::pid_t> {
+    let plan = std::ptr::from_mut(plan);
     // SAFETY: `child` only makes system calls on memory the plan owns and
     // on its own stack; CLONE_VFORK suspends this thread until the child
     // has exec'd or exited, so the plan and the stack outlive its use.
+    // The error slot is an atomic, shared with the child by design.
     clone_blocked(|| unsafe {
-        crate::sys::clone_vfork(
-            child,
-            stack.top(),
-            std::ptr::from_mut(plan).cast::<c_void>(),
-        )
+        crate::sys::clone_vfork(child, stack.top(), plan.cast::<c_void>(), &(*plan).error)
     })
 }
 
@@ -249,8 +247,7 @@ extern "C" fn child(arg: *mut c_void) -> c_int {
             }
         }
         if denied {
-            plan.error.store(libc::EACCES, Ordering::Release);
-            libc::_exit(127);
+            report(plan, libc::EACCES);
         }
         fail(plan)
     }
@@ -263,15 +260,21 @@ fn fail(plan: &Plan<'_>) -> c_int {
         0 => libc::ENOEXEC,
         e => e,
     };
+    report(plan, e)
+}
+
+/// Tell the parent why the child could not exec, and end the child.
+fn report(plan: &Plan<'_>, e: c_int) -> ! {
     plan.error.store(e, Ordering::Release);
+    crate::sys::exec_failed(e);
     // SAFETY: _exit ends the child without running anything of retry's.
     unsafe { libc::_exit(127) }
 }
 
 fn errno() -> c_int {
-    // SAFETY: errno's location is valid for the calling thread; the child
-    // shares the parent's, which is suspended.
-    unsafe { *libc::__errno_location() }
+    // Reads the calling thread's errno; the child shares the parent's,
+    // which is suspended.
+    nix::errno::Errno::last_raw()
 }
 
 /// The paths execvp(3) would try for `program`, in order: the program
@@ -333,49 +336,6 @@ fn null_terminated<'a, S: AsRef<std::ffi::CStr> + 'a + ?Sized>(
         .map(|s| s.as_ref().as_ptr())
         .chain(std::iter::once(std::ptr::null()))
         .collect()
-}
-
-/// A stack for the child, with a guard page below it.
-struct Stack {
-    base: *mut c_void,
-    len: usize,
-}
-
-impl Stack {
-    fn new() -> io::Result<Stack> {
-        let page = 4096;
-        let len = STACK_SIZE + page;
-        // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
-                -1,
-                0,
-            )
-        };
-        if base == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: the lowest page of the mapping just made.
-        unsafe { libc::mprotect(base, page, libc::PROT_NONE) };
-        Ok(Stack { base, len })
-    }
-
-    /// The stack grows down from here.
-    fn top(&self) -> *mut c_void {
-        // SAFETY: one past the end of the mapping, which is page-aligned.
-        unsafe { self.base.cast::<u8>().add(self.len).cast() }
-    }
-}
-
-impl Drop for Stack {
-    fn drop(&mut self) {
-        // SAFETY: the mapping made in `new`, no longer used by any child.
-        unsafe { libc::munmap(self.base, self.len) };
-    }
 }
 
 #[cfg(test)]

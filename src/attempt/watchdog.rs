@@ -10,7 +10,7 @@
 //! end retry holds (close-on-exec, so no attempt inherits it), and blocks
 //! reading it. The read returns end-of-file only when retry has gone,
 //! however it went: then the watchdog kills the group published in
-//! [`GROUP`] and exits. Each attempt's child writes its own pid there
+//! [`group`] and exits. Each attempt's child writes its own pid there
 //! (the group it leads) before its exec, and retry writes zero once the
 //! group is empty: a normal exit finds zero, and kills nothing. At a
 //! normal exit retry closes the pipe itself and reaps the watchdog, so no
@@ -22,9 +22,15 @@
 //! rather than writing errno (glibc would write it into retry's thread).
 //! Its exit signal is none, so retry's reaping never sees it; once retry
 //! has gone, the kernel hands it to the reaper with an ordinary SIGCHLD.
+//!
+//! Elsewhere than Linux (`crate::sys`), the watchdog is a forked copy of
+//! retry doing the same, and [`group`] lives in a shared mapping made
+//! before the fork, which retry, the watchdog and the attempts' children
+//! all see; retry may reap it while it runs, should it die early.
 
 use std::ffi::{c_int, c_void};
 use std::io;
+use std::os::fd::IntoRawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use nix::libc;
@@ -32,7 +38,10 @@ use rustix::fd::BorrowedFd;
 use rustix::process::{Pid, Signal};
 
 /// The process group of the attempt running now; zero when none is.
-pub static GROUP: AtomicI32 = AtomicI32::new(0);
+#[inline]
+pub fn group() -> &'static AtomicI32 {
+    crate::sys::watched_group()
+}
 
 static STARTED: AtomicBool = AtomicBool::new(false);
 
@@ -79,12 +88,10 @@ pub fn start() -> io::Result<()> {
     if STARTED.swap(true, Ordering::AcqRel) {
         return Ok(());
     }
-    let mut fds = [0 as c_int; 2];
-    // SAFETY: pipe2 writes two descriptors into `fds`.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    let [read, write] = fds;
+    // Made before the watchdog starts, so that it sees the same word.
+    clear();
+    let (read, write) = crate::sys::cloexec_pipe()?;
+    let (read, write) = (read.into_raw_fd(), write.into_raw_fd());
     // SAFETY: BRIEF is written only here, once, before the watchdog that
     // reads it exists.
     unsafe {
@@ -121,7 +128,7 @@ pub fn start() -> io::Result<()> {
 
 /// End the watchdog at a normal exit, and reap it, so that it is not left
 /// for the init process to reap (one that never does would collect a
-/// zombie per run). Called when the attempts are done; [`GROUP`] is zero
+/// zombie per run). Called when the attempts are done; [`group`] is zero
 /// by then, so it kills nothing. A watchdog that does not go within
 /// [`STOP_WAIT_MS`] (stopped by someone) is left to end on its own.
 pub fn stop() {
@@ -147,7 +154,7 @@ extern "C" fn watch(_: *mut c_void) -> c_int {
     // Out of retry's job, so that a signal to the job (`kill -9 -PGID`)
     // leaves the watchdog to do its work.
     let _ = rustix::process::setpgid(None, None);
-    let _ = rustix::thread::set_name(NAME);
+    crate::sys::name_self(NAME);
     close_all_but(brief);
     // SAFETY: the read end stays open for the watchdog's whole life.
     let fd = unsafe { BorrowedFd::borrow_raw(brief.read) };
@@ -161,7 +168,7 @@ extern "C" fn watch(_: *mut c_void) -> c_int {
             Err(_) => return 0,
         }
     }
-    let group = GROUP.load(Ordering::Acquire);
+    let group = group().load(Ordering::Acquire);
     if let Some(pgid) = Pid::from_raw(group).filter(|_| group > 1) {
         let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
     }
@@ -192,5 +199,5 @@ fn close_all_but(brief: Brief) {
 
 /// The attempt's group is empty (or its start failed): nothing to kill.
 pub fn clear() {
-    GROUP.store(0, Ordering::Release);
+    group().store(0, Ordering::Release);
 }

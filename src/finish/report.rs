@@ -214,7 +214,11 @@ fn write_file(path: &Path, text: &str) -> Result<(), String> {
     temp.file_mut().write_all(text.as_bytes()).map_err(fail)?;
     // An existing file keeps its mode and owner where retry may set them.
     let (mode, uid, gid) = target.existing.as_ref().map_or((mode, None, None), |s| {
-        (s.st_mode & 0o777, Some(s.st_uid), Some(s.st_gid))
+        (
+            crate::fsutil::mode_bits(s) & 0o777,
+            Some(s.st_uid),
+            Some(s.st_gid),
+        )
     });
     temp.set_mode_and_owner(mode, uid, gid).map_err(fail)?;
     temp.persist(&target.name, Durability::Sync).map_err(fail)

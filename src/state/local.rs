@@ -138,11 +138,7 @@ impl LocalStore {
         }
         let stat = nix::sys::stat::fstat(file.as_fd())
             .map_err(|e| anyhow!("cannot examine {lock_path}: {e}"))?;
-        let id = LockId {
-            major: nix::sys::stat::major(stat.st_dev),
-            minor: nix::sys::stat::minor(stat.st_dev),
-            ino: stat.st_ino,
-        };
+        let id = LockId::of(&stat);
         let line = Line::start(file, id, Arc::clone(&dir), group.to_string(), apply)?;
         let gl = self.group_lock(group);
         gl.id = Some(id);

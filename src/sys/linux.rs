@@ -6,11 +6,12 @@
 //! Each function is the call as retry made it where it is used; the
 //! reasons live with the callers.
 
-use std::ffi::{OsStr, c_int, c_void};
+use std::ffi::{CStr, OsStr, c_int, c_void};
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
+use std::sync::atomic::AtomicI32;
 
 use nix::errno::Errno;
 use nix::fcntl::{AT_FDCWD, AtFlags, FcntlArg, OFlag, fcntl, openat};
@@ -40,7 +41,9 @@ pub unsafe fn die_with_parent() {
 /// Starts `child(arg)` as a new process that borrows retry's memory and
 /// runs on `stack_top`, with SIGCHLD as its exit signal; the calling thread
 /// is suspended until the child has exec'd or exited (posix_spawn's way
-/// inside glibc). The pid, or -1 with errno set.
+/// inside glibc). The pid, or -1 with errno set. A child that fails writes
+/// its errno into the memory it borrows itself: `_failed` is the portable
+/// build's.
 ///
 /// # Safety
 /// `child` may only make system calls on memory that outlives it; the
@@ -50,6 +53,7 @@ pub unsafe fn clone_vfork(
     child: extern "C" fn(*mut c_void) -> c_int,
     stack_top: *mut c_void,
     arg: *mut c_void,
+    _failed: &AtomicI32,
 ) -> libc::pid_t {
     // SAFETY: the caller's promise above.
     unsafe {
@@ -60,6 +64,81 @@ pub unsafe fn clone_vfork(
             arg,
         )
     }
+}
+
+/// Called by a [`clone_vfork`] child that could not exec, just before it
+/// exits: nothing to do here, the child has written `errno` into the
+/// memory it shares with the parent.
+#[inline(always)]
+pub fn exec_failed(_errno: c_int) {}
+
+/// A stack for a [`clone_vfork`] child, with a guard page below it: the
+/// child only makes system calls, and an overflow faults rather than
+/// writing into retry's memory.
+pub struct ChildStack {
+    base: *mut c_void,
+    len: usize,
+}
+
+impl ChildStack {
+    /// The child's stack size, above the guard page.
+    const SIZE: usize = 64 * 1024;
+
+    pub fn new() -> io::Result<ChildStack> {
+        let page = 4096;
+        let len = Self::SIZE + page;
+        // SAFETY: a fresh private anonymous mapping; nothing else refers to it.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: the lowest page of the mapping just made.
+        unsafe { libc::mprotect(base, page, libc::PROT_NONE) };
+        Ok(ChildStack { base, len })
+    }
+
+    /// The stack grows down from here.
+    pub fn top(&self) -> *mut c_void {
+        // SAFETY: one past the end of the mapping, which is page-aligned.
+        unsafe { self.base.cast::<u8>().add(self.len).cast() }
+    }
+}
+
+impl Drop for ChildStack {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, no longer used by any child.
+        unsafe { libc::munmap(self.base, self.len) };
+    }
+}
+
+/// The word the watchdog reads when retry has gone (the attempt's group),
+/// written by retry and by an attempt's child before its exec: a static,
+/// since both borrow retry's memory here.
+#[inline(always)]
+pub fn watched_group() -> &'static AtomicI32 {
+    static GROUP: AtomicI32 = AtomicI32::new(0);
+    &GROUP
+}
+
+/// A pipe, both ends close-on-exec: read end, write end.
+pub fn cloexec_pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    Ok(nix::unistd::pipe2(OFlag::O_CLOEXEC)?)
+}
+
+/// Names the calling thread (in `ps`; 16 bytes at most, the NUL included).
+/// A system call only (rustix: no errno written).
+#[inline]
+pub fn name_self(name: &CStr) {
+    let _ = rustix::thread::set_name(name);
 }
 
 /// Starts `run` as a process of its own that borrows retry's memory and
@@ -77,18 +156,25 @@ pub unsafe fn clone_shared(
     unsafe { libc::clone(run, stack_top, libc::CLONE_VM, std::ptr::null_mut()) }
 }
 
+/// A way to see a [`clone_shared`] child's exit: its pidfd.
+pub struct ExitWatch(c_int);
+
 /// A descriptor that becomes readable when child `pid` exits (a pidfd,
 /// Linux 5.3); None on older kernels.
-pub fn exit_watch(pid: libc::pid_t) -> Option<c_int> {
+pub fn exit_watch(pid: libc::pid_t) -> Option<ExitWatch> {
     // SAFETY: pidfd_open on our own child; a plain system call.
     let pidfd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    c_int::try_from(pidfd).ok().filter(|fd| *fd >= 0)
+    c_int::try_from(pidfd)
+        .ok()
+        .filter(|fd| *fd >= 0)
+        .map(ExitWatch)
 }
 
 /// Waits up to `ms` for child `pid` (a [`clone_shared`] child, without
-/// exit signal) to exit, as its [`exit_watch`] descriptor `pidfd` tells,
-/// and reaps it if it has; closes `pidfd`.
-pub fn reap_clone_within(pid: libc::pid_t, pidfd: c_int, ms: c_int) {
+/// exit signal) to exit, as its [`exit_watch`] descriptor tells, and reaps
+/// it if it has; closes the descriptor.
+pub fn reap_clone_within(pid: libc::pid_t, watch: ExitWatch, ms: c_int) {
+    let pidfd = watch.0;
     let mut pfd = libc::pollfd {
         fd: pidfd,
         events: libc::POLLIN,
@@ -158,6 +244,23 @@ pub fn is_stopped(pid: i32) -> bool {
                 .map(|st| st == "T" || st == "t")
         })
         .unwrap_or(false)
+}
+
+/// The lock table's name for the file `stat` describes.
+pub fn lock_id(stat: &nix::sys::stat::FileStat) -> LockId {
+    LockId {
+        major: nix::sys::stat::major(stat.st_dev),
+        minor: nix::sys::stat::minor(stat.st_dev),
+        ino: stat.st_ino,
+    }
+}
+
+/// Copies up to `len` bytes from pipe `from` to pipe `to` without taking
+/// them from `from` (`tee(2)`). The count, or -1 with errno set.
+#[inline]
+pub fn tee(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> isize {
+    // SAFETY: tee(2) on two descriptors the caller holds open.
+    unsafe { libc::tee(from.as_raw_fd(), to.as_raw_fd(), len, libc::SPLICE_F_MORE) }
 }
 
 /// Reads `/proc/locks` for `id`. Matched on the device and inode; where no

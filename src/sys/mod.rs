@@ -7,24 +7,29 @@
 //!
 //! On Linux, `linux.rs`; elsewhere, or on Linux with the `portable`
 //! feature (off by default, for testing), `portable.rs`: plain POSIX, doing
-//! without what POSIX has no way to do. The spawn's and the watchdog's
-//! `clone` are not ported yet: both builds take them from `linux.rs`.
+//! without what POSIX has no way to do.
 //!
 //! The interface:
 //! - processes: become the reaper of every orphaned descendant
 //!   ([`become_subreaper`]), have a child die with retry
-//!   ([`die_with_parent`]), start a child that borrows retry's memory
-//!   ([`clone_vfork`], [`clone_shared`]), wait for a clone child's exit
+//!   ([`die_with_parent`]), start a child and wait for its exec
+//!   ([`clone_vfork`], on a [`ChildStack`], a failure told by
+//!   [`exec_failed`]), start the watchdog ([`clone_shared`]) and the word
+//!   it reads ([`watched_group`]), wait for the watchdog's exit
 //!   ([`exit_watch`], [`reap_clone_within`]), close descriptors by range
 //!   ([`close_range_works`], [`close_range`]), count a group's live members
-//!   ([`count_group`]), see a process stopped ([`is_stopped`]);
-//! - files: a descriptor that only passes through ([`PASS_THROUGH`]), an
+//!   ([`count_group`]), see a process stopped ([`is_stopped`]), name the
+//!   calling thread ([`name_self`]);
+//! - files: a close-on-exec pipe ([`cloexec_pipe`]), a descriptor that
+//!   only passes through ([`PASS_THROUGH`]), an
 //!   unnamed temporary file ([`open_unnamed`], [`link_unnamed`]),
 //!   the umask without changing it ([`umask_from_status`]), a directory's
 //!   access ACL ([`access_acl`]), whether a directory is procfs
 //!   ([`is_procfs`]), a second open file description of a file
-//!   ([`reopen`]), a larger pipe ([`grow_pipe`]);
-//! - locks: who holds a lock file and how many wait for it ([`who_has_lock`]);
+//!   ([`reopen`]), a larger pipe ([`grow_pipe`]), a pipe's bytes copied
+//!   without taking them ([`tee`]);
+//! - locks: a lock file's name in the lock table ([`LockId::of`]), who
+//!   holds it and how many wait for it ([`who_has_lock`]);
 //! - memory: hand free heap and stack pages back while waiting
 //!   ([`release_free_heap`], [`release_free_stack`]).
 
@@ -36,20 +41,19 @@ mod portable;
 
 #[cfg(all(target_os = "linux", not(feature = "portable")))]
 pub use linux::{
-    PASS_THROUGH, access_acl, become_subreaper, close_range, close_range_works, count_group,
-    die_with_parent, exit_watch, grow_pipe, is_procfs, is_stopped, link_unnamed, open_unnamed,
-    reap_clone_within, release_free_heap, release_free_stack, reopen, umask_from_status,
-    who_has_lock,
+    ChildStack, ExitWatch, PASS_THROUGH, access_acl, become_subreaper, cloexec_pipe, clone_shared,
+    clone_vfork, close_range, close_range_works, count_group, die_with_parent, exec_failed,
+    exit_watch, grow_pipe, is_procfs, is_stopped, link_unnamed, lock_id, name_self, open_unnamed,
+    reap_clone_within, release_free_heap, release_free_stack, reopen, tee, umask_from_status,
+    watched_group, who_has_lock,
 };
-/// Not ported yet (see `portable.rs`): a child that borrows retry's memory.
-#[cfg(target_os = "linux")]
-pub use linux::{clone_shared, clone_vfork};
 #[cfg(any(not(target_os = "linux"), feature = "portable"))]
 pub use portable::{
-    PASS_THROUGH, access_acl, become_subreaper, close_range, close_range_works, count_group,
-    die_with_parent, exit_watch, grow_pipe, is_procfs, is_stopped, link_unnamed, open_unnamed,
-    reap_clone_within, release_free_heap, release_free_stack, reopen, umask_from_status,
-    who_has_lock,
+    ChildStack, ExitWatch, PASS_THROUGH, access_acl, become_subreaper, cloexec_pipe, clone_shared,
+    clone_vfork, close_range, close_range_works, count_group, die_with_parent, exec_failed,
+    exit_watch, grow_pipe, is_procfs, is_stopped, link_unnamed, lock_id, name_self, open_unnamed,
+    reap_clone_within, release_free_heap, release_free_stack, reopen, tee, umask_from_status,
+    watched_group, who_has_lock,
 };
 
 /// A lock file, as the system's lock table names it: device and inode.
@@ -58,6 +62,13 @@ pub struct LockId {
     pub major: u64,
     pub minor: u64,
     pub ino: u64,
+}
+
+impl LockId {
+    /// The lock table's name for the file `stat` describes.
+    pub fn of(stat: &nix::sys::stat::FileStat) -> LockId {
+        lock_id(stat)
+    }
 }
 
 /// What the system's lock table says of one lock file.

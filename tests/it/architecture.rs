@@ -589,6 +589,15 @@ const LINUX_ONLY: &[&str] = &[
     "pthread_getattr_np",
     "SIGRTMIN",
     "SIGRTMAX",
+    // Found by building for macOS and FreeBSD: Linux's (or glibc's) only.
+    "libc::tee",
+    "SPLICE_F",
+    "__errno_location",
+    "pipe2",
+    "stat::major",
+    "stat::minor",
+    "thread::set_name",
+    "MAP_STACK",
 ];
 
 /// Files outside `src/sys/` that may name a Linux-only token, and which

@@ -289,11 +289,14 @@ fn leftovers_get_the_stop_signal_at_once_and_are_counted_with_v() {
     let out = retry_sh(&["-v", "--max", "1"], "sleep 30 & sleep 30 & exit 0").run();
     out.expect_code(0);
     assert!(out.elapsed < Duration::from_secs(3), "{:?}", out.elapsed);
-    assert!(
-        out.stderr_text().contains("stopped 2 leftover processes"),
-        "{}",
-        out.stderr_text()
-    );
+    // Without a count of the group's members (docs/platforms.md), the
+    // portable build says it stopped some.
+    let said = if cfg!(feature = "portable") {
+        "stopped the leftover processes of attempt 1"
+    } else {
+        "stopped 2 leftover processes"
+    };
+    assert!(out.stderr_text().contains(said), "{}", out.stderr_text());
 }
 
 #[test]
@@ -323,9 +326,11 @@ fn the_logged_duration_is_the_main_process_s_own() {
 fn a_second_interrupt_cuts_the_leftovers_grace_short() {
     let dir = scratch();
     let marker = dir.path().join("left");
+    // The main process waits for the job's trap to be set: a stop signal
+    // sent before it would end the job and the test with it.
     let script = format!(
-        "(trap '' TERM INT; touch {}; sleep 30) & exit 1",
-        path_str(&marker)
+        "(trap '' TERM INT; touch {m}; sleep 30) & until [ -e {m} ]; do sleep 0.01; done; exit 1",
+        m = path_str(&marker)
     );
     let running = retry_sh(
         &["--max", "3", "--base", "10s", "--kill-after", "20s"],

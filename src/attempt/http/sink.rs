@@ -170,10 +170,11 @@ impl Sink<'_> {
             // The permission bits only: set-user-ID and set-group-ID do
             // not carry over to new content (the kernel too clears them
             // when a file is written).
-            Some(st) => {
-                f.temp
-                    .set_mode_and_owner(st.st_mode & 0o777, Some(st.st_uid), Some(st.st_gid))
-            }
+            Some(st) => f.temp.set_mode_and_owner(
+                crate::fsutil::mode_bits(st) & 0o777,
+                Some(st.st_uid),
+                Some(st.st_gid),
+            ),
             None => f.temp.set_mode_and_owner(new_file_mode(), None, None),
         };
         kept.map_err(|e| format!("cannot set the mode of {}: {}", shown(), io_error(&e)))?;

@@ -248,7 +248,7 @@ impl ProcessAttempt {
             ],
             closed: streams.closed,
             new_group: !foreground,
-            publish: (!foreground).then_some(&watchdog::GROUP),
+            publish: (!foreground).then(watchdog::group),
             terminal: tty,
             sigpipe_ignored: sigpipe_ignored_at_start(),
             caught: &self.caught,
@@ -386,12 +386,20 @@ impl ProcessAttempt {
         if let Target::Group(pgid) = child.target {
             let left = self.drain(pgid, ended.stop, ctx, signals).await;
             watchdog::clear();
-            if left > 0 {
-                let plural = if left == 1 { "" } else { "es" };
-                self.details.notes.push(format!(
-                    "stopped {left} leftover process{plural} of attempt {}",
+            match left {
+                Some(0) => {}
+                Some(left) => {
+                    let plural = if left == 1 { "" } else { "es" };
+                    self.details.notes.push(format!(
+                        "stopped {left} leftover process{plural} of attempt {}",
+                        ctx.number
+                    ));
+                }
+                // Where the system cannot count a group's members.
+                None => self.details.notes.push(format!(
+                    "stopped the leftover processes of attempt {}",
                     ctx.number
-                ));
+                )),
             }
         }
         if let Some(pump) = streams.pump.as_mut() {

@@ -31,9 +31,10 @@ enum To {
 }
 
 /// Whether `meta` is the file open on descriptor `fd`.
+#[allow(clippy::unnecessary_cast)] // dev_t is signed on macOS; `dev()` widens it so
 fn same_file(meta: &std::fs::Metadata, fd: std::os::fd::BorrowedFd<'_>) -> bool {
     use std::os::unix::fs::MetadataExt;
-    nix::sys::stat::fstat(fd).is_ok_and(|s| s.st_dev == meta.dev() && s.st_ino == meta.ino())
+    nix::sys::stat::fstat(fd).is_ok_and(|s| s.st_dev as u64 == meta.dev() && s.st_ino == meta.ino())
 }
 
 /// Check `path` and make sure a file can be created there; the error is

@@ -175,10 +175,16 @@ fn a_stuck_lock_holder_costs_a_bounded_wait_then_the_run_goes_on() {
     let _held = hold_lock(&s, "g");
     let out = retry_sh(&["--group", "g", "--state", &s, "--budget"], "exit 0").run();
     out.expect_code(0);
-    let holder = format!(
-        "g.lock is held by process {}, which has kept it for 3s",
-        std::process::id()
-    );
+    // No lock table to read in the portable build (docs/platforms.md):
+    // the holder is not named there.
+    let holder = if cfg!(feature = "portable") {
+        "g.lock is held by another process, which has kept it for 3s".to_string()
+    } else {
+        format!(
+            "g.lock is held by process {}, which has kept it for 3s",
+            std::process::id()
+        )
+    };
     assert!(out.stderr_text().contains(&holder), "{}", out.stderr_text());
     assert!(
         out.elapsed >= Duration::from_secs(3) && out.elapsed < Duration::from_secs(8),
