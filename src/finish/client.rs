@@ -21,7 +21,14 @@ const BODY_START: usize = 300;
 
 /// A client for retry's own short requests.
 pub fn build() -> Result<Client, String> {
-    let tls = tls::client_config(Vec::new(), false)
+    build_trusting(Vec::new())
+}
+
+/// The same, trusting `extra_roots` beside the system's.
+pub fn build_trusting(
+    extra_roots: Vec<rustls::pki_types::CertificateDer<'static>>,
+) -> Result<Client, String> {
+    let tls = tls::client_config(extra_roots, false)
         .map_err(|e| format!("cannot set up TLS: {}", explain_tls(&e)))?;
     Client::builder()
         .retry(reqwest::retry::never())

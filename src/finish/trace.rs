@@ -61,6 +61,9 @@ pub struct ExportOptions {
     pub timeout: Duration,
     /// `http/json` rather than `http/protobuf`.
     pub json: bool,
+    /// `OTEL_EXPORTER_OTLP_CERTIFICATE` (or its `TRACES_` form): the
+    /// variable and the CA file it names, trusted beside the system's.
+    pub certificate: Option<(&'static str, std::path::PathBuf)>,
 }
 
 /// The run's trace as it goes, shared by the log's [`Traced`] sink, the
@@ -131,7 +134,7 @@ impl Tracer {
         };
         let forever = info.max_attempts.is_none();
         let stream = match (&options.export, forever) {
-            (Some(export), true) => client::build().ok().map(|client| Stream {
+            (Some(export), true) => export_client(export).ok().map(|client| Stream {
                 export: export.clone(),
                 client,
                 failed: Arc::default(),
@@ -244,6 +247,18 @@ fn body(spans: &[crate::trace::span::Span], export: &ExportOptions) -> Vec<u8> {
     } else {
         otlp::encode(spans, &origin)
     }
+}
+
+/// The export's client, trusting the CA file of
+/// `OTEL_EXPORTER_OTLP_CERTIFICATE` beside the system's roots; read when
+/// the client is made, so a file that cannot be read is one warning and
+/// no export, as an SDK has it.
+fn export_client(export: &ExportOptions) -> Result<reqwest::Client, String> {
+    let roots = match &export.certificate {
+        None => Vec::new(),
+        Some((name, file)) => crate::attempt::http::tls::certificates(file, name)?,
+    };
+    client::build_trusting(roots)
 }
 
 /// The POST of one export: protobuf, with `OTEL_EXPORTER_OTLP_HEADERS`.
@@ -376,7 +391,7 @@ impl Output for Export {
                 ctx.log.emit(&Event::Warning { message: &why });
                 return;
             }
-            let client = match client::build() {
+            let client = match export_client(&self.options) {
                 Ok(c) => c,
                 Err(why) => {
                     ctx.log.emit(&Event::Warning {

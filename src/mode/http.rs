@@ -15,7 +15,6 @@ use std::time::Instant;
 
 use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use rustls::pki_types::CertificateDer;
-use rustls::pki_types::pem::PemObject;
 
 use crate::attempt::http::{Body, Data, FileSink, HttpAttempt, HttpOptions, Prepared, Sink};
 use crate::drive;
@@ -257,26 +256,5 @@ fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
 
 /// `--cacert FILE`: every PEM certificate in it, at least one.
 pub(super) fn certificates(file: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
-    let pem = std::fs::read(file).map_err(|e| {
-        format!(
-            "cannot read --cacert {}: {}; expected a readable file of PEM certificates",
-            file.display(),
-            io_error(&e)
-        )
-    })?;
-    let certs: Vec<_> = CertificateDer::pem_slice_iter(&pem)
-        .collect::<Result<_, _>>()
-        .map_err(|e| {
-            format!(
-                "invalid --cacert {}: {e}; expected a file of PEM certificates",
-                file.display()
-            )
-        })?;
-    if certs.is_empty() {
-        return Err(format!(
-            "invalid --cacert {}: no certificate in it; expected a file of PEM certificates (-----BEGIN CERTIFICATE-----)",
-            file.display()
-        ));
-    }
-    Ok(certs)
+    crate::attempt::http::tls::certificates(file, "--cacert")
 }

@@ -177,7 +177,16 @@ fn export(
         .and_then(|v| v.trim().parse::<u64>().ok())
         .filter(|&ms| ms > 0)
         .unwrap_or(DEFAULT_TIMEOUT_MS);
+    // The CA of a receiver with a private certificate, read when the
+    // export's client is made.
+    let certificate = [
+        "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
+        "OTEL_EXPORTER_OTLP_CERTIFICATE",
+    ]
+    .into_iter()
+    .find_map(|name| env(name).map(|v| (name, std::path::PathBuf::from(v.trim()))));
     Some(ExportOptions {
+        certificate,
         shown: mask::url(url.as_str()),
         url,
         headers,

@@ -17,6 +17,37 @@ use rustls::{DigitallySignedStruct, Error, SignatureScheme};
 
 pub use crate::human::tls::{Advice, explain};
 
+/// Every PEM certificate in `file`, at least one: a CA to trust, given by
+/// `what` (the flag or variable, named in the error).
+pub fn certificates(
+    file: &std::path::Path,
+    what: &str,
+) -> Result<Vec<CertificateDer<'static>>, String> {
+    use rustls::pki_types::pem::PemObject;
+    let pem = std::fs::read(file).map_err(|e| {
+        format!(
+            "cannot read {what} {}: {}; expected a readable file of PEM certificates",
+            file.display(),
+            crate::human::io_error(&e)
+        )
+    })?;
+    let certs: Vec<_> = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<_, _>>()
+        .map_err(|e| {
+            format!(
+                "invalid {what} {}: {e}; expected a file of PEM certificates",
+                file.display()
+            )
+        })?;
+    if certs.is_empty() {
+        return Err(format!(
+            "invalid {what} {}: no certificate in it; expected a file of PEM certificates (-----BEGIN CERTIFICATE-----)",
+            file.display()
+        ));
+    }
+    Ok(certs)
+}
+
 /// The client's TLS set-up: ring, TLS 1.2 and 1.3, HTTP/2 or 1.1 by ALPN,
 /// and either the lazily built verifier or, with `--insecure`, none.
 pub fn client_config(

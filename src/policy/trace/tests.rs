@@ -193,3 +193,34 @@ fn a_bad_flag_is_a_usage_error_and_the_url_is_masked_in_it() {
     let shown = opts(&["--otlp-endpoint", "http://u:hunter2@x"], &[]).unwrap();
     assert!(!shown.export.unwrap().shown.contains("hunter2"));
 }
+
+#[test]
+fn the_receivers_ca_comes_from_the_traces_variable_then_the_general_one() {
+    let cert = |vars: &[(&str, &str)]| {
+        let mut all = vec![("OTEL_EXPORTER_OTLP_ENDPOINT", "https://collector:4318")];
+        all.extend_from_slice(vars);
+        opts(&[], &all)
+            .unwrap()
+            .export
+            .and_then(|e| e.certificate)
+            .map(|(name, file)| (name, file.display().to_string()))
+    };
+    assert_eq!(cert(&[]), None);
+    assert_eq!(
+        cert(&[("OTEL_EXPORTER_OTLP_CERTIFICATE", "/etc/ca.pem")]),
+        Some(("OTEL_EXPORTER_OTLP_CERTIFICATE", "/etc/ca.pem".into()))
+    );
+    assert_eq!(
+        cert(&[
+            ("OTEL_EXPORTER_OTLP_CERTIFICATE", "/etc/ca.pem"),
+            (
+                "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
+                "/etc/traces-ca.pem"
+            ),
+        ]),
+        Some((
+            "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
+            "/etc/traces-ca.pem".into()
+        ))
+    );
+}

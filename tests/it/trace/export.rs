@@ -321,3 +321,51 @@ fn a_tcp_probe_names_its_server() {
     assert_eq!(attempt["kind"], 3);
     assert_eq!(attempt["attrs"]["retry.classification"], "success");
 }
+
+#[test]
+fn a_receiver_with_a_private_ca_is_trusted_through_otel_exporter_otlp_certificate() {
+    let pki = crate::pki::Pki::new();
+    let d = pki.dir.path();
+    let rx = Receiver::tls(&d.join("server.pem"), &d.join("server.key"));
+    let endpoint = format!("https://127.0.0.1:{}", rx.port);
+    let run = |certificate: Option<(&str, std::path::PathBuf)>| {
+        let mut cmd =
+            retry_sh(&["--max", "1"], "exit 0").env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint);
+        if let Some((name, file)) = certificate {
+            cmd = cmd.env(name, file);
+        }
+        let out = cmd.run();
+        // Whatever becomes of the export, the command's status is the run's.
+        out.expect_code(0);
+        out.stderr_text()
+    };
+    // Not trusted by default: one warning, nothing exported.
+    let err = run(None);
+    assert!(err.contains("spans not exported"), "{err}");
+    assert!(rx.spans().is_empty());
+    // Trusted through the variable (and its TRACES_ form).
+    run(Some(("OTEL_EXPORTER_OTLP_CERTIFICATE", d.join("ca.pem"))));
+    assert_eq!(rx.wait_spans(2).len(), 2);
+    run(Some((
+        "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
+        d.join("ca.pem"),
+    )));
+    assert_eq!(rx.wait_spans(4).len(), 4);
+    // A file that cannot be read: one warning naming the variable and the
+    // file, no export, the same status.
+    let missing = d.join("missing.pem");
+    let err = run(Some(("OTEL_EXPORTER_OTLP_CERTIFICATE", missing.clone())));
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("spans not exported"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(
+        warnings[0].contains(&format!(
+            "cannot read OTEL_EXPORTER_OTLP_CERTIFICATE {}",
+            missing.display()
+        )),
+        "{err}"
+    );
+    assert_eq!(rx.spans().len(), 4);
+}

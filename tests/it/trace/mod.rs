@@ -47,10 +47,28 @@ impl Receiver {
     /// Answering each export `delay` seconds late, and the first `fail`
     /// probes with 503.
     pub fn with(delay: f64, fail: u32) -> Receiver {
+        Receiver::serving(delay, fail, None)
+    }
+
+    /// Speaking HTTPS only, with the certificate and key `tls` names.
+    pub fn tls(cert: &std::path::Path, key: &std::path::Path) -> Receiver {
+        Receiver::serving(0.0, 0, Some((cert, key)))
+    }
+
+    fn serving(
+        delay: f64,
+        fail: u32,
+        tls: Option<(&std::path::Path, &std::path::Path)>,
+    ) -> Receiver {
         let dir = scratch();
         let out = dir.path().join("spans.jsonl");
         let port_file = dir.path().join("port");
-        let mut child = Command::new(python())
+        let mut cmd = Command::new(python());
+        if let Some((cert, key)) = tls {
+            cmd.env("RECEIVER_TLS_CERT", cert)
+                .env("RECEIVER_TLS_KEY", key);
+        }
+        let mut child = cmd
             .arg(here("receiver.py"))
             .arg(&out)
             .arg(&port_file)

@@ -8,7 +8,8 @@ values, the request's path and headers beside). A GET is an HTTP probe's
 request: its headers are written as a line of their own, and it is answered
 503 for the first FAIL requests, 200 after. The port is written to
 PORT_FILE once listening. With DELAY, every export is answered that many
-seconds late.
+seconds late. With RECEIVER_TLS_CERT and RECEIVER_TLS_KEY in the
+environment (PEM files), it speaks HTTPS only.
 
 usage: receiver.py OUT PORT_FILE [DELAY] [FAIL]
 """
@@ -16,6 +17,7 @@ usage: receiver.py OUT PORT_FILE [DELAY] [FAIL]
 import base64
 import json
 import os
+import ssl
 import sys
 import threading
 import time
@@ -113,6 +115,10 @@ class Handler(BaseHTTPRequestHandler):
 
 server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 server.daemon_threads = True
+if os.environ.get("RECEIVER_TLS_CERT"):
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(os.environ["RECEIVER_TLS_CERT"], os.environ["RECEIVER_TLS_KEY"])
+    server.socket = tls.wrap_socket(server.socket, server_side=True)
 with open(PORT_FILE + ".tmp", "w") as f:
     f.write(str(server.server_address[1]))
 os.rename(PORT_FILE + ".tmp", PORT_FILE)
