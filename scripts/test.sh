@@ -21,6 +21,10 @@ work=$(mktemp -d)
 # A skipped test appends one line here (tests/it/need.rs).
 export RETRY_TEST_SKIPS="$work/skipped"
 : >"$RETRY_TEST_SKIPS"
+# The property tests (proptest) draw their cases from a fixed seed here, so
+# that a run is repeatable: the same cases every time. Another seed explores
+# others: PROPTEST_RNG_SEED=N bash scripts/test.sh.
+export PROPTEST_RNG_SEED="${PROPTEST_RNG_SEED:-20261128}"
 failed_steps=()
 script_logs=()
 summarised=""

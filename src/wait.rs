@@ -624,7 +624,7 @@ mod tests {
                         // Drawn again: inside the range shrunk to end a
                         // margin before the deadline.
                         let w = ms(left) - margin(high, i.max_time);
-                        proptest::prop_assert!(d <= w && d >= low.mul_f64(w.as_secs_f64() / high.as_secs_f64()) - Duration::from_nanos(1));
+                        proptest::prop_assert!(d <= w && d >= low.mul_f64(w.as_secs_f64() / high.as_secs_f64()).saturating_sub(Duration::from_nanos(1)));
                     }
                 }
                 Decision::GiveUp(GiveUp::PastDeadline { .. }) => {
