@@ -350,14 +350,24 @@ fn wait_for_state(pid: i32, want: &str) {
 
 #[test]
 fn ctrl_z_suspends_the_child_with_retry_and_fg_resumes_both() {
-    let (running, dir) = start_trapping(&["--max", "1"], "trap 'exit 5' TERM");
-    let child = read_pid(&dir.path().join("ready"));
+    // The child forks nothing once it is ready: a shell that vforks is held
+    // unstoppable (state D) while its child, stopped before its exec, holds
+    // it, and a loop of `sleep` would give the stop that moment to land in.
+    let dir = scratch();
+    let ready = dir.path().join("ready");
+    let script = format!(
+        "trap 'exit 5' TERM; sleep 1000 & echo $$ > {}; wait",
+        path_str(&ready)
+    );
+    let running = retry_sh(&["--max", "1"], &script).spawn();
+    wait_for_file(&ready, SETTLE);
+    let child = read_pid(&ready);
     let retry_pid = running.pid().as_raw();
     running.signal(Signal::SIGTSTP);
     wait_for_state(retry_pid, "T");
     wait_for_state(child, "T");
     running.signal(Signal::SIGCONT);
-    // Resumed: the child runs its loop again (sleeping or running, not stopped).
+    // Resumed: the child waits again (sleeping, not stopped).
     let until = std::time::Instant::now() + SETTLE;
     while state(child) == "T" {
         assert!(std::time::Instant::now() < until, "child still stopped");
