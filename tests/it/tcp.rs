@@ -247,8 +247,10 @@ fn a_name_with_several_addresses_is_tried_on_each() {
         let Some(listener) = crate::need::listener(&format!("{listening}:0")) else {
             return;
         };
-        let port = listener.local_addr().unwrap().port();
         drop(listener);
+        // Not a port the kernel chose for 127.0.0.2: the same number may be
+        // another test's server on 127.0.0.1, which would answer first.
+        let port = free_port();
         let counting = Counting::start(&format!("{listening}:{port}"));
         let target = format!("db.test:{port}");
         let Some(out) = with_hosts(hosts, &args(&["--max=1", "--tcp", &target])) else {
